@@ -1,0 +1,2 @@
+"""ktopic: generate, check, build, boot and send the bcachefs-prerequisite
+topic branches on Debian's linux-source-6.1."""

@@ -1,0 +1,115 @@
+"""Results of the per-branch pipeline: the data every stage hands on.
+
+One ``Report`` holds one ``BranchResult`` per branch; a branch result holds
+the outcome of each stage (generate, check, build, boot, test), the KUnit /
+KTAP results per suite and case, and the findings a console scan made
+(panics, lockdep reports, ...).  Everything is plain data so that it can be
+cached as JSON, rendered (terminal, HTML, JUnit) and compared.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Stage and case status values.
+PASS, FAIL, SKIP, CACHED, CRASH = "pass", "fail", "skip", "cached", "crash"
+STAGES = ("generate", "check", "build", "boot", "test")
+
+
+@dataclass
+class CaseResult:
+    name: str
+    status: str                      # pass | fail | skip | crash
+    log: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SuiteResult:
+    name: str
+    status: str                      # pass | fail | skip | crash
+    cases: list[CaseResult] = field(default_factory=list)
+
+
+@dataclass
+class Finding:
+    """Something the console scan or the result check flagged."""
+    kind: str                        # panic, oops, bug, warning, lockdep, kasan,
+                                     # ubsan, lockup, hung_task, rcu_stall,
+                                     # list_corruption, refcount, reboot,
+                                     # missing_suite, failed_case, silence, timeout
+    message: str                     # one line: what and where
+    line: int = 0                    # 1-based line in the console log (0: none)
+    lines: list[str] = field(default_factory=list)   # the quoted lines
+    in_base: bool = False            # the base kernel shows it too
+
+
+@dataclass
+class StageResult:
+    stage: str                       # one of STAGES
+    status: str                      # pass | fail | skip | cached
+    seconds: float = 0.0
+    summary: str = ""                # one line for tables
+    log: str = ""                    # path of the stage's log, relative to out/
+
+
+@dataclass
+class BranchResult:
+    branch: str
+    topic: str                       # topic name, or "integration" / "base"
+    head: str = ""                   # commit id
+    tree: str = ""                   # tree id (what caches are keyed on)
+    config_hash: str = ""
+    stages: list[StageResult] = field(default_factory=list)
+    suites: list[SuiteResult] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    repro: dict[str, str] = field(default_factory=dict)  # config, qemu, initramfs, toolchain
+    same_as: str = ""                # branch whose results these are (same tree)
+
+    def stage(self, name: str) -> StageResult | None:
+        return next((s for s in self.stages if s.stage == name), None)
+
+    @property
+    def ok(self) -> bool:
+        return all(s.status in (PASS, CACHED, SKIP) for s in self.stages) and \
+            not any(not f.in_base for f in self.findings)
+
+
+@dataclass
+class Report:
+    base_version: str
+    branches: list[BranchResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(b.ok for b in self.branches)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> "Report":
+        return report_from_dict(json.loads(text))
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(self.to_json())
+        tmp.replace(path)
+
+
+def branch_from_dict(d: dict) -> BranchResult:
+    d = dict(d)
+    d["stages"] = [StageResult(**s) for s in d.get("stages", [])]
+    d["suites"] = [SuiteResult(name=s["name"], status=s["status"],
+                               cases=[CaseResult(**c) for c in s.get("cases", [])])
+                   for s in d.get("suites", [])]
+    d["findings"] = [Finding(**f) for f in d.get("findings", [])]
+    return BranchResult(**d)
+
+
+def report_from_dict(d: dict) -> Report:
+    return Report(base_version=d["base_version"],
+                  branches=[branch_from_dict(b) for b in d.get("branches", [])])
