@@ -20,7 +20,6 @@ from __future__ import annotations
 import html
 import os
 import re
-import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -30,18 +29,7 @@ from urllib.parse import quote
 from . import results as R
 from .results import CACHED, CRASH, FAIL, PASS, SKIP, STAGES
 
-try:
-    from .errors import Failure, KtopicError
-except ImportError:  # pragma: no cover - until the lead's errors.py lands
-    class KtopicError(Exception):
-        def __init__(self, message, file=None, line=None):
-            super().__init__(message)
-            self.message, self.file, self.line = message, file, line
-
-    class Failure(Exception):
-        def __init__(self, message):
-            super().__init__(message)
-            self.message = message
+from .errors import KtopicError
 
 DEFAULT_OUT = Path("out")
 REPORT_NAME = "report.json"
@@ -548,27 +536,34 @@ def _styled(status: str):
 
 
 def render_table(report: R.Report):
-    """A rich Table of branches by stage, with case and finding counts."""
+    """A rich Table of branches by stage, with case and finding counts.
+
+    The branch name is green when the branch is ok, red when it failed; it
+    is the one column that gives way (ellipsis) on a narrow terminal.
+    """
+    from rich import box
     from rich.table import Table
     from rich.text import Text
     stages = stage_names(report)
-    t = Table(title=f"ktopic: Linux {report.base_version}", title_justify="left")
-    t.add_column("branch", no_wrap=True)
+    t = Table(title=f"ktopic: Linux {report.base_version}", title_justify="left",
+              box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    t.add_column("branch", no_wrap=True, overflow="ellipsis", min_width=12)
     for s in stages:
-        t.add_column(s, justify="center")
-    t.add_column("cases", justify="right")
-    t.add_column("findings", justify="right")
-    t.add_column("result", justify="center")
+        t.add_column(s, justify="center", no_wrap=True, min_width=6)
+    t.add_column("cases", justify="right", no_wrap=True)
+    t.add_column("finds", justify="right", no_wrap=True)
     for b in report.branches:
         cells = [_styled(st.status) if (st := b.stage(s)) else _styled("") for s in stages]
         cc = case_counts(b)
         total, bad = sum(cc.values()), cc.get(FAIL, 0) + cc.get(CRASH, 0)
         nf = len(failing_findings(b))
-        name = b.branch + (f" (= {b.same_as})" if b.same_as else "")
+        name = Text(b.branch, style=STYLES[PASS if b.ok else FAIL])
+        if b.same_as:
+            name.append(f" = {b.same_as}", style="dim")
         t.add_row(name, *cells,
-                  f"{total - bad}/{total}" if total else "–",
-                  Text(str(nf), style="bold red" if nf else ""),
-                  _styled(PASS if b.ok else FAIL))
+                  Text(f"{total - bad}/{total}" if total else "–",
+                       style=STYLES[FAIL] if bad else ""),
+                  Text(str(nf), style=STYLES[FAIL] if nf else ""))
     return t
 
 
@@ -592,7 +587,11 @@ def failure_lines(report: R.Report) -> list[str]:
 def print_report(report: R.Report, console=None) -> None:
     """The static table, then one line per failure."""
     from rich.console import Console
-    console = console or Console()
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            # CI logs have no width limit worth truncating cells for.
+            console = Console(width=max(console.width, 160))
     console.print(render_table(report))
     for line in failure_lines(report):
         console.print(line, markup=False, highlight=False)
@@ -626,10 +625,12 @@ class LiveTable:
 
     def render(self):
         from rich.table import Table
-        t = Table(title=self.title, title_justify="left")
-        t.add_column("branch", no_wrap=True)
+        from rich import box
+        t = Table(title=self.title, title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True,
+                  pad_edge=False)
+        t.add_column("branch", no_wrap=True, overflow="ellipsis", min_width=12)
         for s in self.stages:
-            t.add_column(s, justify="center")
+            t.add_column(s, justify="center", no_wrap=True, min_width=6)
         t.add_column("", overflow="fold")
         for b, row in self.rows.items():
             t.add_row(b, *[_styled(row.get(s, PENDING)) for s in self.stages],
@@ -678,7 +679,8 @@ def register(subparsers) -> None:
         "report.json: print the table, and write index.html and the JUnit XML "
         "files beside it.  With neither --html nor --junit, both are written.")
     p.add_argument("--json", metavar="PATH", type=Path, default=None,
-                   help=f"report to read (default: {DEFAULT_OUT / REPORT_NAME})")
+                   help=f"report to read (default: {DEFAULT_OUT / REPORT_NAME} beside the "
+                   "manifest)")
     p.add_argument("--html", action="store_true", help=f"write {HTML_NAME}")
     p.add_argument("--junit", action="store_true",
                    help=f"write <branch>/{JUNIT_NAME} for each branch")
@@ -687,8 +689,14 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def default_out(args) -> Path:
+    """out/ of the checkout: beside the manifest (the repository root)."""
+    m = getattr(args, "manifest", None)
+    return Path(m).resolve().parent / DEFAULT_OUT if m else DEFAULT_OUT
+
+
 def run(args) -> int:
-    path = args.json or DEFAULT_OUT / REPORT_NAME
+    path = args.json or default_out(args) / REPORT_NAME
     out_dir = args.out or path.parent
     report = load_json(path)
     both = not args.html and not args.junit
