@@ -21,6 +21,8 @@ COMMANDS = [
     "cmd_status",
     "cmd_export",
     "cmd_import_mbox",
+    "report",
+    "pipeline",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
