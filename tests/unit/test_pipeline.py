@@ -1,0 +1,166 @@
+"""ktopic.pipeline: the generated GitLab CI YAML and its structure."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+
+from ktopic import manifest, pipeline  # noqa: E402
+from ktopic.errors import Failure, KtopicError  # noqa: E402
+
+TINY = REPO / "tests" / "data" / "reports" / "manifest.yaml"
+
+
+def fake_manifest(deps: dict[str, list[str]], version="6.1.192", integration="for-next"):
+    """A Manifest-like object: topics in the given order, branch topic/<name>."""
+    topics = {n: SimpleNamespace(name=n, branch=f"topic/{n}", depends=list(d), tested=True)
+              for n, d in deps.items()}
+    return SimpleNamespace(root=REPO, base=SimpleNamespace(version=version), topics=topics,
+                           integration=SimpleNamespace(branch=integration, topics=list(topics)))
+
+
+RESERVED = {"stages", "variables", "default", "workflow", "include", "image", "services",
+            "cache", "before_script", "after_script"}
+
+
+def jobs(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k not in RESERVED}
+
+
+def needs_of(job: dict) -> list[str]:
+    return [n["job"] if isinstance(n, dict) else n for n in job["needs"]]
+
+
+def check_structure(doc: dict, m) -> None:
+    """What every generated pipeline must satisfy."""
+    js = jobs(doc)
+    expected = [f"topic:{n}" for n in m.topics] + ["integration"]
+    assert list(js) == expected
+    for name, job in js.items():
+        assert job["stage"] in doc["stages"]
+        branch = m.integration.branch if name == "integration" else \
+            m.topics[name.split(":", 1)[1]].branch
+        d = branch.replace("/", "_")
+        assert job["script"] == [f"ci/run-branch {branch}"]
+        art = job["artifacts"]
+        assert art["when"] == "always"
+        assert art["reports"]["junit"] == f"out/{d}/junit.xml"
+        assert f"out/{d}/" in art["paths"]
+        cache = job["cache"]
+        assert "/" not in cache["key"] and m.base.version in cache["key"]
+        assert cache["paths"] == [".ktopic/ccache/"]
+        for n in needs_of(job):
+            assert n in js, f"{name} needs unknown job {n}"
+            # A needed job is in an earlier stage (works on any GitLab).
+            assert doc["stages"].index(js[n]["stage"]) < doc["stages"].index(job["stage"])
+        assert all(n.get("artifacts") is False for n in job["needs"])
+    assert doc["variables"]["CCACHE_DIR"].endswith("/.ktopic/ccache")
+
+
+def test_needs_follow_dependencies():
+    m = fake_manifest({"a": [], "b": ["a"], "c": [], "d": ["b", "c"]})
+    doc = yaml.safe_load(pipeline.render(m))
+    check_structure(doc, m)
+    js = jobs(doc)
+    assert needs_of(js["topic:a"]) == [] and needs_of(js["topic:c"]) == []
+    assert needs_of(js["topic:b"]) == ["topic:a"]
+    assert needs_of(js["topic:d"]) == ["topic:b", "topic:c"]
+    assert needs_of(js["integration"]) == ["topic:a", "topic:b", "topic:c", "topic:d"]
+    assert doc["stages"] == ["topics", "topics-2", "topics-3", "integration"]
+    assert [js[f"topic:{n}"]["stage"] for n in "abcd"] == ["topics", "topics-2", "topics", "topics-3"]
+
+
+def test_independent_topics_share_one_stage():
+    m = fake_manifest({"x": [], "y": []})
+    doc = yaml.safe_load(pipeline.render(m))
+    check_structure(doc, m)
+    assert doc["stages"] == ["topics", "integration"]
+
+
+def test_cache_keys():
+    m = fake_manifest({"a": [], "b": ["a"]})
+    js = jobs(yaml.safe_load(pipeline.render(m)))
+    assert js["topic:a"]["cache"]["key"] == "ccache-6.1.192-topic_a"
+    assert js["topic:a"]["cache"]["fallback_keys"] == ["ccache-6.1.192-for-next"]
+    assert js["integration"]["cache"]["key"] == "ccache-6.1.192-for-next"
+    assert "fallback_keys" not in js["integration"]["cache"]
+
+
+def test_output_is_deterministic():
+    m = fake_manifest({"a": [], "b": ["a"], "c": ["a"]})
+    text = pipeline.render(m)
+    assert text == pipeline.render(fake_manifest({"a": [], "b": ["a"], "c": ["a"]}))
+    assert text.startswith("# GitLab CI pipeline")
+
+
+def test_branch_names_are_shell_quoted():
+    m = fake_manifest({"a": []}, integration="next$(id)")
+    js = jobs(yaml.safe_load(pipeline.render(m)))
+    assert js["integration"]["script"] == ["ci/run-branch 'next$(id)'"]
+
+
+def test_bad_dependencies_are_errors():
+    with pytest.raises(KtopicError, match="cycle"):
+        pipeline.build(fake_manifest({"a": ["b"], "b": ["a"]}))
+    with pytest.raises(KtopicError, match="unknown topic 'z'"):
+        pipeline.build(fake_manifest({"a": ["z"]}))
+
+
+def test_colliding_output_directories_are_errors():
+    m = fake_manifest({"a": []}, integration="topic_a")
+    with pytest.raises(KtopicError, match="share"):
+        pipeline.build(m)
+
+
+def test_from_a_real_manifest_file():
+    m = manifest.load(TINY)
+    doc = yaml.safe_load(pipeline.render(m))
+    check_structure(doc, m)
+    js = jobs(doc)
+    assert needs_of(js["topic:top"]) == ["topic:left", "topic:right"]
+    assert js["topic:left"]["stage"] == js["topic:right"]["stage"] == "topics-2"
+    assert js["topic:top"]["stage"] == "topics-3"
+
+
+def test_project_manifest():
+    m = manifest.load(REPO / "branches.yaml")
+    doc = yaml.safe_load(pipeline.render(m))
+    check_structure(doc, m)
+
+
+# ------------------------------------------------------------------- CLI
+
+def parse(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("-m", "--manifest", type=Path, default=TINY)
+    pipeline.register(p.add_subparsers(dest="command"))
+    return p.parse_args(argv)
+
+
+def test_command_writes_and_checks(tmp_path, capsys):
+    out = tmp_path / "ci.yml"
+    args = parse(["pipeline", "-o", str(out)])
+    assert args.func(args) == 0
+    text = out.read_text()
+    assert "from manifest.yaml" in text
+    check_structure(yaml.safe_load(text), manifest.load(TINY))
+
+    args = parse(["pipeline", "-o", str(out), "--check"])
+    assert args.func(args) == 0
+    out.write_text(text.replace("topics-3", "topics-9"))
+    with pytest.raises(Failure, match="not up to date"):
+        args.func(args)
+
+
+def test_command_to_stdout(capsys):
+    args = parse(["pipeline", "-o", "-"])
+    assert args.func(args) == 0
+    assert "topic:core:" in capsys.readouterr().out
