@@ -216,6 +216,9 @@ def test_html_matrix_legend_and_repro(tmp_path):
     assert "sha256:0123" in section and "gcc 12.2.0" in section
     assert "crashes" in section and "x == 2" in section
     assert "also on base" in section
+    # A suite that crashed with no case to show for it is still a failure.
+    assert "the suite itself crashed" in section
+    assert "1/3 (2 failed, 1 suite crashed)" in text
 
 
 def test_html_links_repro_files_that_exist(tmp_path):
@@ -248,6 +251,7 @@ def test_static_table():
     assert "cached" in out and "1/3" in out
     assert "topic/bad: boot failed" in out
     assert "topic/bad: bad_suite.broken fail" in out
+    assert "topic/bad: suite empty_crash crash" in out
 
 
 def test_live_table_plain_lines_when_not_a_terminal():

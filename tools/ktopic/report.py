@@ -131,6 +131,13 @@ def case_counts(b: R.BranchResult) -> dict[str, int]:
     return counts
 
 
+def suites_broken_alone(b: R.BranchResult) -> list[R.SuiteResult]:
+    """Suites that failed or crashed with no failed case to show for it
+    (a crash before the first case, a missing plan, ...)."""
+    return [s for s in b.suites if s.status in (FAIL, CRASH)
+            and not any(c.status in (FAIL, CRASH) for c in s.cases)]
+
+
 def console_log(b: R.BranchResult) -> str:
     """The log findings' line numbers refer to: the boot stage's log."""
     for name in ("boot", "test"):
@@ -321,6 +328,7 @@ pre { background: #f6f8fa; border: 1px solid #d0d7de; padding: .5em; overflow-x:
   white-space: pre-wrap; word-break: break-all; margin: .3em 0; }
 code { background: #f6f8fa; padding: 0 .2em; word-break: break-all; }
 .legend td { border: none; padding: .1em .6em; }
+.legend caption { text-align: left; font-weight: 600; padding: .3em 0; }
 .muted { color: #57606a; }
 dl.repro { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; }
 dl.repro dt { font-weight: 600; } dl.repro dd { margin: 0; }
@@ -393,9 +401,16 @@ def _matrix(report: R.Report, stages: list[str], dirs: dict[str, str]) -> list[s
         cc = case_counts(b)
         total = sum(cc.values())
         bad = cc.get(FAIL, 0) + cc.get(CRASH, 0)
-        if total:
-            row.append(_status_cell(FAIL if bad else PASS,
-                                    text=f"{total - bad}/{total}" + (f" ({bad} failed)" if bad else "")))
+        broken = suites_broken_alone(b)
+        if total or broken:
+            notes = ([f"{bad} failed"] if bad else []) + \
+                ([f"{len(broken)} suite{'s' if len(broken) > 1 else ''} "
+                  f"{'crashed' if all(s.status == CRASH for s in broken) else 'failed'}"]
+                 if broken else [])
+            row.append(_status_cell(FAIL if bad or broken else PASS,
+                                    text=f"{total - bad}/{total}"
+                                    + (f" ({', '.join(notes)})" if notes else ""),
+                                    title=", ".join(s.name for s in broken)))
         else:
             row.append(_status_cell("none"))
         nf, nb = len(failing_findings(b)), len(b.findings) - len(failing_findings(b))
@@ -460,9 +475,12 @@ def _branch_section(b: R.BranchResult, stages: list[str], anchor: str,
         for s in b.suites:
             bad = [c for c in s.cases if c.status in (FAIL, CRASH)]
             ok = sum(1 for c in s.cases if c.status == PASS)
+            cases = f"{ok}/{len(s.cases)} passed" if s.cases else "no case ran"
+            failed = ", ".join(_e(c.name) for c in bad)
+            if not bad and s.status in (FAIL, CRASH):
+                failed = f"the suite itself {'crashed' if s.status == CRASH else 'failed'}"
             h.append(f"<tr><td>{_e(s.name)}</td>{_status_cell(s.status)}"
-                     f"<td>{ok}/{len(s.cases)} passed</td>"
-                     f"<td>{', '.join(_e(c.name) for c in bad)}</td></tr>")
+                     f"<td>{cases}</td><td>{failed}</td></tr>")
         h.append("</table>")
         for s in b.suites:
             for c in s.cases:
@@ -526,6 +544,7 @@ def write_all(report: R.Report, out_dir: Path = DEFAULT_OUT) -> None:
 
 # --------------------------------------------------------------- terminal
 
+SHORT = {"generate": "gen"}      # column headers in terminal tables
 STYLES = {PASS: "green", CACHED: "cyan", FAIL: "bold red", CRASH: "bold magenta",
           SKIP: "dim", RUNNING: "yellow", PENDING: "dim"}
 
@@ -549,20 +568,22 @@ def render_table(report: R.Report):
               box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     t.add_column("branch", no_wrap=True, overflow="ellipsis", min_width=12)
     for s in stages:
-        t.add_column(s, justify="center", no_wrap=True, min_width=6)
-    t.add_column("cases", justify="right", no_wrap=True)
-    t.add_column("finds", justify="right", no_wrap=True)
+        t.add_column(SHORT.get(s, s), justify="center", no_wrap=True, min_width=6)
+    t.add_column("cases", justify="right", no_wrap=True, min_width=5)
+    t.add_column("finds", justify="right", no_wrap=True, min_width=5)
     for b in report.branches:
         cells = [_styled(st.status) if (st := b.stage(s)) else _styled("") for s in stages]
         cc = case_counts(b)
         total, bad = sum(cc.values()), cc.get(FAIL, 0) + cc.get(CRASH, 0)
+        bad_suites = len(suites_broken_alone(b))
         nf = len(failing_findings(b))
         name = Text(b.branch, style=STYLES[PASS if b.ok else FAIL])
         if b.same_as:
             name.append(f" = {b.same_as}", style="dim")
         t.add_row(name, *cells,
-                  Text(f"{total - bad}/{total}" if total else "–",
-                       style=STYLES[FAIL] if bad else ""),
+                  Text((f"{total - bad}/{total}" if total or bad_suites else "–")
+                       + (f" +{bad_suites}" if bad_suites else ""),
+                       style=STYLES[FAIL] if bad or bad_suites else ""),
                   Text(str(nf), style=STYLES[FAIL] if nf else ""))
     return t
 
@@ -581,6 +602,8 @@ def failure_lines(report: R.Report) -> list[str]:
             for c in s.cases:
                 if c.status in (FAIL, CRASH):
                     lines.append(f"{b.branch}: {s.name}.{c.name} {c.status}")
+        for s in suites_broken_alone(b):
+            lines.append(f"{b.branch}: suite {s.name} {s.status}")
     return lines
 
 
@@ -630,7 +653,7 @@ class LiveTable:
                   pad_edge=False)
         t.add_column("branch", no_wrap=True, overflow="ellipsis", min_width=12)
         for s in self.stages:
-            t.add_column(s, justify="center", no_wrap=True, min_width=6)
+            t.add_column(SHORT.get(s, s), justify="center", no_wrap=True, min_width=6)
         t.add_column("", overflow="fold")
         for b, row in self.rows.items():
             t.add_row(b, *[_styled(row.get(s, PENDING)) for s in self.stages],
