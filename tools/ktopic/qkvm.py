@@ -1,0 +1,125 @@
+"""Does KVM really work here?  A probe, with a short time-out, cached.
+
+/dev/kvm can exist and open while a guest still hangs in the firmware (no
+nested virtualisation).  The probe boots a 512-byte boot sector that writes
+"K" to the serial port and then exits QEMU through isa-debug-exit: it needs
+no kernel, runs in well under a second when the accelerator works, and is
+cut off after a few seconds when it does not.  The same image is run under
+TCG first, which proves the probe itself sound (a TCG failure means the probe
+cannot tell, and KVM is not used).
+
+The answer is cached in <workdir>/kvm-probe.json, keyed by the host kernel,
+the QEMU version and /dev/kvm, so it is measured once per machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+QEMU = "qemu-system-x86_64"
+
+# 16-bit real-mode code loaded at 0x7c00 by the BIOS:
+#   mov dx,0x3f8; mov al,'K'; out dx,al; mov al,10; out dx,al
+#   mov dx,0xf4; mov al,0; out dx,al   (isa-debug-exit: QEMU exits with 1)
+#   hlt; jmp $-1
+_CODE = bytes.fromhex("fa" "baf803" "b04b" "ee" "b00a" "ee" "baf400" "b000" "ee" "f4" "ebfd")
+BOOT_SECTOR = _CODE + b"\0" * (510 - len(_CODE)) + b"\x55\xaa"
+
+
+@dataclass
+class ProbeResult:
+    accel: str                       # "kvm" or "tcg": what boots should use
+    kvm_works: bool
+    reason: str                      # one line
+    seconds: float                   # how long the KVM attempt took
+    key: str = ""
+
+
+def _qemu_version() -> str:
+    try:
+        return subprocess.run([QEMU, "--version"], stdout=subprocess.PIPE,
+                              text=True).stdout.splitlines()[0]
+    except (OSError, IndexError):
+        return "none"
+
+
+def _key() -> str:
+    try:
+        st = os.stat("/dev/kvm")
+        kvm = f"{st.st_rdev}:{st.st_mode:o}"
+    except OSError:
+        kvm = "absent"
+    return f"{platform.release()}|{_qemu_version()}|{kvm}"
+
+
+def run_probe(image: Path, accel: str, timeout: float) -> tuple[bool, str, float]:
+    """Boot the probe sector once; (worked, why, seconds)."""
+    cmd = [QEMU, "-accel", accel, "-nodefaults", "-display", "none", "-m", "32",
+           "-no-reboot", "-serial", "stdio", "-monitor", "none",
+           "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+           "-drive", f"file={image},format=raw,if=ide,snapshot=on"]
+    t0 = time.monotonic()
+    try:
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as e:
+        return False, f"cannot run {QEMU}: {e.strerror}", 0.0
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return False, f"no output within {timeout:.0f}s (guest hangs)", time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    secs = time.monotonic() - t0
+    if b"K" in out and p.returncode == 1:
+        return True, f"probe guest ran in {secs:.2f}s", secs
+    msg = err.decode(errors="replace").strip().splitlines()
+    return False, (msg[-1] if msg else f"exit status {p.returncode}, no output"), secs
+
+
+def probe(workdir_root: Path, timeout: float = 5.0, refresh: bool = False) -> ProbeResult:
+    """Which accelerator to use; measured once per machine and cached."""
+    cache = Path(workdir_root) / "kvm-probe.json"
+    key = _key()
+    if not refresh and cache.is_file():
+        try:
+            d = json.loads(cache.read_text())
+            if d.get("key") == key:
+                return ProbeResult(**d)
+        except (ValueError, TypeError):
+            pass
+    image = Path(workdir_root) / "kvm-probe.img"
+    image.parent.mkdir(parents=True, exist_ok=True)
+    image.write_bytes(BOOT_SECTOR)
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        res = ProbeResult("tcg", False, "/dev/kvm is missing or not accessible", 0.0, key)
+    else:
+        ok_tcg, why_tcg, _ = run_probe(image, "tcg", timeout * 4)
+        ok, why, secs = run_probe(image, "kvm", timeout)
+        if not ok_tcg:
+            res = ProbeResult("tcg", False, f"probe unusable (under TCG: {why_tcg})", secs, key)
+        elif ok:
+            res = ProbeResult("kvm", True, f"KVM works: {why}", secs, key)
+        else:
+            res = ProbeResult("tcg", False, f"KVM does not work: {why}", secs, key)
+    tmp = cache.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(res), indent=2) + "\n")
+    tmp.replace(cache)
+    return res
+
+
+if __name__ == "__main__":
+    import sys
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")
+    print(probe(root, refresh=True))
