@@ -235,6 +235,14 @@ def test_html_quotes_odd_log_paths(tmp_path):
     assert "weird%20dir/%22x%22%20%3Cy%3E.log" in p.hrefs
 
 
+def test_html_makes_absolute_logs_under_out_relative(tmp_path):
+    r = Report("6.1", [BranchResult("b", "b", stages=[
+        StageResult("boot", "fail", 0, "", str(tmp_path / "b" / "console.log"))])])
+    _, p = render(tmp_path, r)
+    assert "b/console.log" in p.hrefs
+    assert r.branches[0].stages[0].log == str(tmp_path / "b" / "console.log")  # not changed
+
+
 def test_html_is_deterministic(tmp_path):
     a = report.render_html(small_report())
     assert a == report.render_html(small_report())

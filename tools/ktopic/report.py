@@ -17,6 +17,7 @@ paths relative to ``out/`` and are linked as such.
 
 from __future__ import annotations
 
+import copy
 import html
 import os
 import re
@@ -500,9 +501,28 @@ def _branch_section(b: R.BranchResult, stages: list[str], anchor: str,
     return h
 
 
+def _relative_logs(report: R.Report, out_dir: Path | None) -> R.Report:
+    """A copy whose stage logs given as absolute paths inside out_dir are
+    relative to it (the contract is relative paths; links must survive the
+    directory being copied, e.g. as CI artifacts)."""
+    if out_dir is None:
+        return report
+    base = Path(out_dir).resolve()
+    report = copy.deepcopy(report)
+    for b in report.branches:
+        for st in b.stages:
+            if st.log and Path(st.log).is_absolute():
+                try:
+                    st.log = str(Path(st.log).resolve().relative_to(base))
+                except ValueError:
+                    pass
+    return report
+
+
 def render_html(report: R.Report, out_dir: Path | None = None) -> str:
     """The whole page as one string.  ``out_dir`` (where the page will live)
     lets repro values that name files there become links."""
+    report = _relative_logs(report, out_dir)
     dirs = _branch_dirs(report)
     stages = stage_names(report)
     failed = [b for b in report.branches if not b.ok]
