@@ -98,7 +98,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     """Write a file so that readers see the old or the new one, never half."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     if isinstance(data, str):
         data = data.encode("utf-8", "replace")
     try:
@@ -317,6 +317,7 @@ th, td { border: 1px solid #d0d7de; padding: .25em .6em; text-align: left;
   vertical-align: top; }
 th { background: #f6f8fa; }
 td.st { text-align: center; font-weight: 600; min-width: 5em; }
+table.matrix td, table.matrix th { white-space: nowrap; }
 .pass { color: var(--pass); background: var(--pass-bg); }
 .fail { color: var(--fail); background: var(--fail-bg); }
 .skip { color: var(--skip); background: var(--skip-bg); }
@@ -347,7 +348,7 @@ def _href(path: str) -> str:
 
 def _status_cell(status: str, text: str = "", href: str = "", title: str = "") -> str:
     cls = status if status in (PASS, FAIL, SKIP, CACHED, CRASH) else "none"
-    label = _e(text or (status if cls != "none" else "–"))
+    label = _e(text or (status if status not in ("", "none") else "–"))
     if href:
         label = f'<a href="{_href(href)}">{label}</a>'
     t = f' title="{_e(title)}"' if title else ""
@@ -416,8 +417,10 @@ def _matrix(report: R.Report, stages: list[str], dirs: dict[str, str]) -> list[s
             row.append(_status_cell("none"))
         nf, nb = len(failing_findings(b)), len(b.findings) - len(failing_findings(b))
         ftext = str(nf) + (f" (+{nb} base)" if nb else "")
-        row.append(_status_cell(FAIL if nf else PASS, text=ftext) if b.findings or b.stage("boot")
-                   else _status_cell("none"))
+        boot = b.stage("boot")
+        scanned = boot is not None and boot.status != SKIP
+        row.append(_status_cell(FAIL if nf else PASS, text=ftext) if b.findings or scanned
+                   else _status_cell("none", title="console not scanned"))
         row.append(_status_cell(PASS if b.ok else FAIL, text="ok" if b.ok else "FAILED"))
         row.append("</tr>")
         h.append("".join(row))
