@@ -1,0 +1,161 @@
+"""Generate topic branches and the integration branch from the manifest.
+
+Each topic starts from the base plus its dependencies' patches (stacked in
+manifest order), then its own patches; integration stacks every topic.
+Refs move in one transaction at the end, only for topics whose patches all
+applied; a branch that holds commits the tool did not make is not moved
+without --force, and then its old head is kept under refs/ktopic/backup/.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from . import proofs
+from .errors import Failure
+from .gitutil import Git
+from .manifest import Manifest
+from .patchfile import PatchFile, parse
+from .stack import ApplyError, StackCache, Stacker
+from .workdir import Workdir
+
+MADE = "refs/ktopic/made/"
+BACKUP = "refs/ktopic/backup/"
+
+
+@dataclass
+class Outcome:
+    name: str               # topic name or "integration"
+    branch: str
+    head: str | None = None
+    old: str | None = None
+    error: str = ""
+    moved: bool = False
+    backup: str = ""
+    patches: int = 0
+
+
+@dataclass
+class Result:
+    outcomes: list[Outcome] = field(default_factory=list)
+    applied: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not any(o.error for o in self.outcomes)
+
+
+def base_commit(git: Git) -> str:
+    base = git.rev_parse("refs/heads/base")
+    if not base:
+        raise Failure("no base in the work repository: run `ktopic import-base` first")
+    return base
+
+
+def load_patches(m: Manifest, name: str) -> list[PatchFile]:
+    return [parse(p.path, f"patches/{name}/{p.rel}") for p in m.topics[name].patches]
+
+
+class Generator:
+    def __init__(self, m: Manifest, wd: Workdir):
+        self.m, self.wd = m, wd
+        self.git = Git(wd.git_dir)
+        self.cache = StackCache(wd.path("stack-cache.json"), self.git)
+        self.stacker = Stacker(self.git, self.cache)
+        self._patches: dict[str, list[PatchFile]] = {}
+
+    def patches(self, name: str) -> list[PatchFile]:
+        if name not in self._patches:
+            self._patches[name] = load_patches(self.m, name)
+        return self._patches[name]
+
+    def start_of(self, base: str, name: str) -> str:
+        """Where a topic's own patches go: base plus its dependencies."""
+        head = base
+        for dep in self.m.closure(name):
+            head = self.stacker.stack(head, self.patches(dep))
+        return head
+
+    def head_of(self, base: str, name: str) -> str:
+        return self.stacker.stack(self.start_of(base, name), self.patches(name))
+
+    def integration_head(self, base: str) -> str:
+        head = base
+        for name in self.m.integration.topics:
+            head = self.stacker.stack(head, self.patches(name))
+        return head
+
+    def run(self, names: list[str] | None = None, force: bool = False,
+            integration: bool = True) -> Result:
+        t0 = time.monotonic()
+        m, git = self.m, self.git
+        base = base_commit(git)
+        selected = names or list(m.topics)
+        wanted = [n for n in m.order if n in selected]
+        proofs.verify(m, git, base, wanted)
+        result = Result()
+        failed: set[str] = set()
+        for name in wanted:
+            t = m.topics[name]
+            o = Outcome(name, t.branch, old=git.ref(t.ref), patches=len(t.patches))
+            bad = [d for d in m.closure(name) if d in failed]
+            if bad:
+                o.error = f"not generated: it depends on {', '.join(bad)}, which failed"
+                failed.add(name)
+            else:
+                try:
+                    o.head = self.head_of(base, name)
+                except ApplyError as e:
+                    o.error = f"topic {name}: {e}"
+                    failed.add(name)
+            result.outcomes.append(o)
+        if integration and not names:
+            i = m.integration
+            o = Outcome("integration", i.branch, old=git.ref(i.ref),
+                        patches=sum(len(m.topics[n].patches) for n in i.topics))
+            if failed:
+                o.error = f"not generated: topic(s) {', '.join(sorted(failed))} failed"
+            else:
+                o.head = self.integration_head(base)
+            result.outcomes.append(o)
+        self.cache.save()
+        self._move(result, force)
+        result.applied = self.stacker.applied
+        result.seconds = time.monotonic() - t0
+        return result
+
+    def _move(self, result: Result, force: bool) -> None:
+        git = self.git
+        updates: list[tuple[str, str, str | None]] = []
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        for o in result.outcomes:
+            if o.error or o.head is None:
+                continue
+            ref = "refs/heads/" + o.branch
+            made = git.ref(MADE + o.branch)
+            if o.old == o.head:
+                if made != o.head:
+                    updates.append((MADE + o.branch, o.head, made))
+                continue
+            if o.old and not self._ours(o.old, made, o.head):
+                if not force:
+                    o.error = (f"branch {o.branch} holds commits ktopic did not make "
+                               f"(head {o.old[:12]}); not overwritten. Export them with "
+                               f"`ktopic export`, or pass --force to replace it "
+                               f"(the old head is kept under {BACKUP}{o.branch}/)")
+                    continue
+                o.backup = f"{BACKUP}{o.branch}/{stamp}"
+                updates.append((o.backup, o.old, None))
+            updates.append((ref, o.head, o.old))
+            updates.append((MADE + o.branch, o.head, made))
+            o.moved = True
+        if updates:
+            git.update_refs(updates, "ktopic generate")
+
+    def _ours(self, old: str, made: str | None, new: str) -> bool:
+        """Moving the branch from old loses nothing ktopic did not make."""
+        if made and (old == made or self.git.is_ancestor(old, made)):
+            return True
+        return self.git.is_ancestor(old, new)

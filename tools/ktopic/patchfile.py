@@ -1,0 +1,113 @@
+"""One git format-patch file: who wrote it, when, the message, and the diff.
+
+The mail is parsed by git mailinfo, as git am does, so a patch file gives
+the commit that git am would make.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from .errors import KtopicError
+
+HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+@dataclass
+class Hunk:
+    number: int           # 1-based within its file
+    old_start: int
+    header: str
+
+
+@dataclass
+class PatchFile:
+    path: Path
+    display: str
+    author: str
+    email: str
+    date: str
+    subject: str
+    body: str
+    diff: str
+    hunks: dict[str, list[Hunk]] = field(default_factory=dict)   # by old path
+
+    @property
+    def message(self) -> str:
+        return self.subject + ("\n\n" + self.body if self.body else "") + "\n"
+
+    @cached_property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+    @property
+    def files(self) -> list[str]:
+        return list(self.hunks)
+
+    def ident_env(self) -> dict[str, str]:
+        """Author and committer are both the patch's author at the patch's
+        date: the same patch on the same parent is the same commit anywhere."""
+        return {"GIT_AUTHOR_NAME": self.author, "GIT_AUTHOR_EMAIL": self.email,
+                "GIT_AUTHOR_DATE": self.date, "GIT_COMMITTER_NAME": self.author,
+                "GIT_COMMITTER_EMAIL": self.email, "GIT_COMMITTER_DATE": self.date}
+
+    def hunk_at(self, file: str, line: int) -> Hunk | None:
+        """The hunk of file whose old side starts at line (git apply's
+        'patch failed: FILE:LINE' names it this way)."""
+        for h in self.hunks.get(file, []):
+            if h.old_start == line:
+                return h
+        hs = self.hunks.get(file, [])
+        return hs[0] if len(hs) == 1 else None
+
+
+def parse(path: Path, display: str | None = None) -> PatchFile:
+    display = display or str(path)
+    with tempfile.TemporaryDirectory(prefix="ktopic-mailinfo-") as tmp:
+        msg, patch = Path(tmp, "msg"), Path(tmp, "patch")
+        with open(path, "rb") as f:
+            p = subprocess.run(["git", "mailinfo", "-u", str(msg), str(patch)],
+                               stdin=f, capture_output=True)
+        if p.returncode != 0:
+            raise KtopicError(f"not a patch mail: {p.stderr.decode(errors='replace').strip()}",
+                              display, 1)
+        info: dict[str, str] = {}
+        for line in p.stdout.decode("utf-8", errors="replace").splitlines():
+            k, _, v = line.partition(": ")
+            info[k] = v
+        body = msg.read_text(errors="replace").strip()
+        diff = patch.read_text(errors="replace")
+    for key in ("Author", "Email", "Subject", "Date"):
+        if not info.get(key):
+            raise KtopicError(f"patch mail has no {key}", display, 1)
+    pf = PatchFile(path=Path(path), display=display, author=info["Author"],
+                   email=info["Email"], date=info["Date"], subject=info["Subject"],
+                   body=body, diff=diff)
+    pf.hunks = _hunks(diff)
+    if not pf.hunks and "\nGIT binary patch" not in diff and "rename from" not in diff \
+            and not re.search(r"^(new|deleted) file mode", diff, re.M):
+        raise KtopicError("patch has no hunks", display, 1)
+    return pf
+
+
+def _hunks(diff: str) -> dict[str, list[Hunk]]:
+    out: dict[str, list[Hunk]] = {}
+    current = None
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            m = re.match(r"diff --git a/(\S+) b/(\S+)", line)
+            current = m.group(1) if m else None
+            if current:
+                out.setdefault(current, [])
+        elif line.startswith("@@ ") and current:
+            m = HUNK.match(line)
+            if m:
+                hs = out[current]
+                hs.append(Hunk(len(hs) + 1, int(m.group(1)), line.split(" @@")[0] + " @@"))
+    return out

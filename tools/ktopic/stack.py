@@ -1,0 +1,109 @@
+"""Apply patch files on top of a commit with git plumbing only.
+
+No checkout: a temporary index is read from the parent's tree, each patch
+is applied to it with `git apply --cached`, and `git write-tree` plus
+`git commit-tree` make the commit.  What was made is remembered by content
+(parent commit + patch file hash -> commit) in the work directory, so an
+unchanged series is "applied" without running git at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from .errors import Failure
+from .gitutil import Git
+from .patchfile import PatchFile
+
+
+class ApplyError(Failure):
+    def __init__(self, patch: PatchFile, file: str, hunk: str, detail: str):
+        self.patch, self.file, self.hunk, self.detail = patch, file, hunk, detail
+        super().__init__(f"{patch.display}: {file}: {hunk}: {detail}")
+
+
+class StackCache:
+    """(parent commit, patch sha256) -> commit, persisted as JSON."""
+
+    def __init__(self, path: Path, git: Git):
+        self.path, self.git = path, git
+        try:
+            self.map: dict[str, str] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            self.map = {}
+        self.dirty = False
+
+    def get(self, parent: str, patch: PatchFile) -> str | None:
+        commit = self.map.get(f"{parent} {patch.sha256}")
+        if commit and self.git.try_run("cat-file", "-e", commit + "^{commit}").returncode == 0:
+            return commit
+        return None
+
+    def put(self, parent: str, patch: PatchFile, commit: str) -> None:
+        self.map[f"{parent} {patch.sha256}"] = commit
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.map, indent=0, sort_keys=True))
+        tmp.replace(self.path)
+        self.dirty = False
+
+
+class Stacker:
+    def __init__(self, git: Git, cache: StackCache):
+        self.git, self.cache = git, cache
+        self.applied = 0          # patches that really went through git apply
+
+    def stack(self, parent: str, patches: list[PatchFile]) -> str:
+        """The commit made by applying patches on parent, in order."""
+        head = parent
+        pending: list[PatchFile] = []
+        for i, p in enumerate(patches):
+            hit = self.cache.get(head, p)
+            if hit is None:
+                pending = patches[i:]
+                break
+            head = hit
+        if not pending:
+            return head
+        with tempfile.TemporaryDirectory(prefix="ktopic-index-") as tmp:
+            env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+            self.git.run("read-tree", head, env=env)
+            for p in pending:
+                head = self._apply_one(head, p, env)
+        return head
+
+    def _apply_one(self, parent: str, p: PatchFile, env: dict) -> str:
+        r = self.git.try_run("apply", "--cached", "--verbose", "--whitespace=nowarn",
+                             str(p.path), env=env)
+        if r.returncode != 0:
+            raise self._explain(p, r.stderr)
+        tree = self.git.run("write-tree", env=env).strip()
+        commit = self.git.run("commit-tree", tree, "-p", parent, input=p.message,
+                              env=p.ident_env()).strip()
+        self.cache.put(parent, p, commit)
+        self.applied += 1
+        return commit
+
+    @staticmethod
+    def _explain(p: PatchFile, stderr: str) -> ApplyError:
+        m = re.search(r"^error: patch failed: (.+):(\d+)$", stderr, re.M)
+        if m:
+            file, line = m.group(1), int(m.group(2))
+            h = p.hunk_at(file, line)
+            hunk = f"hunk #{h.number} ({h.header})" if h else f"the hunk at line {line}"
+            return ApplyError(p, file, hunk, "does not apply")
+        m = re.search(r"^error: (.+?): (does not exist in index|already exists in index)$",
+                      stderr, re.M)
+        if m:
+            return ApplyError(p, m.group(1), "file", m.group(2))
+        lines = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
+        detail = lines[-1][7:] if lines else stderr.strip() or "git apply failed"
+        return ApplyError(p, "(patch)", "whole patch", detail)
