@@ -19,6 +19,8 @@ COMMANDS = [
     "cmd_import_base",
     "cmd_generate",
     "cmd_status",
+    "cmd_export",
+    "cmd_import_mbox",
     "report",
     "pipeline",
 ]
