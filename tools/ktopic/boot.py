@@ -167,10 +167,14 @@ def boot(req: BootRequest) -> BootResult:
                     status = "silence"
                     message = f"no console output for {req.silence:.0f}s"
                     break
-                wait = min(req.timeout - (now - t0), req.silence - (now - last), 1.0)
+                wait = min(req.timeout - (now - t0), req.silence - (now - last), 0.5)
                 if not sel.select(timeout=max(wait, 0.01)):
-                    continue
-                chunk = os.read(p.stdout.fileno(), 65536)
+                    if p.poll() is None:
+                        continue
+                    # QEMU is gone but something still holds the pipe: no more output.
+                    chunk = b""
+                else:
+                    chunk = os.read(p.stdout.fileno(), 65536)
                 if not chunk:          # QEMU exited
                     rc = p.wait()
                     status = "done" if done_at is not None else "exited"
@@ -186,11 +190,12 @@ def boot(req: BootRequest) -> BootResult:
                         done_at = last
         finally:
             sel.close()
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            # The whole group, even when QEMU itself has exited: nothing it
+            # started may outlive the run.
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             p.wait()
             p.stdout.close()
             _live.discard(p.pid)
@@ -200,3 +205,14 @@ def boot(req: BootRequest) -> BootResult:
     return BootResult(status=status, seconds=time.monotonic() - t0, console=req.console,
                       command=shlex.join(cmd), returncode=rc if rc is not None else p.returncode,
                       message=message, qemu_stderr=errs[-20:])
+
+
+def register(sub) -> None:
+    from . import ci
+    p = sub.add_parser("boot", help="build if needed, boot in QEMU, scan the console, parse KTAP",
+                       description="Boot each named branch (or --all) in QEMU with its "
+                       "initramfs; the console goes to out/<branch>/console.log.  The base "
+                       "is booted too (cached) to tell the base's findings from the branch's.")
+    ci.add_branch_args(p)
+    ci.add_common(p)
+    p.set_defaults(func=lambda args: ci.run_boot(args))

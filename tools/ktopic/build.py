@@ -97,7 +97,9 @@ class BuildRequest:
     fragments: list[Path]            # config fragments, in order
     modules: list[Path] = field(default_factory=list)   # qemu/modules/<name> dirs
     jobs: int = 0                    # 0: nproc
-    progress: bool = True
+    progress: bool = True            # a rich progress bar on a terminal
+    on_line: object = None           # callback(count, what) per kbuild step
+    seed: Path | None = None         # a finished O= dir to start a new one from
 
 
 @dataclass
@@ -144,12 +146,19 @@ def make_env(root: Path) -> dict[str, str]:
 _QUIET_LINE = re.compile(r"^\s{2}([A-Z][A-Z0-9_\[\] ]{1,9})\s+(\S+)")
 
 
+def build_dir_name(branch: str, kasan: bool = False) -> str:
+    """The O= directory name of a branch (one path component)."""
+    name = re.sub(r"[^A-Za-z0-9._+-]", "_", branch).strip("_") or "_"
+    return name + ("-kasan" if kasan else "")
+
+
 class _Progress:
     """A rich progress bar fed by kbuild's quiet output ("  CC      foo.o")."""
 
-    def __init__(self, name: str, total: int | None, enabled: bool):
+    def __init__(self, name: str, total: int | None, enabled: bool, callback=None):
         self.count = 0
         self.progress = None
+        self.callback = callback
         if not enabled:
             return
         try:
@@ -173,6 +182,8 @@ class _Progress:
         if not m:
             return
         self.count += 1
+        if self.callback:
+            self.callback(self.count, m.group(2))
         if self.progress:
             self.progress.update(self.task, advance=1, description=m.group(2)[-50:])
 
@@ -243,6 +254,15 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
     """Configure and build one branch in <root>/build/<name>. The caller holds the lock."""
     t0 = time.monotonic()
     out = root / "build" / req.name
+    if req.seed and not (out / ".config").exists() and \
+            (Path(req.seed) / "arch/x86/boot/bzImage").is_file():
+        # A new branch starts from a finished build (usually the base's): make
+        # then recompiles only what differs.  Sound because every file the
+        # worktree switch rewrote is newer than every object of that build.
+        if out.exists():
+            shutil.rmtree(out)
+        shutil.copytree(req.seed, out, symlinks=True, ignore=shutil.ignore_patterns(
+            "ktopic-modules", "ktopic-build.log", "ktopic.count"))
     out.mkdir(parents=True, exist_ok=True)
     res = BuildResult(name=req.name, ok=False, out=out, log=out / "ktopic-build.log",
                       toolchain=toolchain_versions())
@@ -268,7 +288,7 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
         total = int(count_file.read_text())
     except (OSError, ValueError):
         total = None
-    prog = _Progress(req.name, total, req.progress)
+    prog = _Progress(req.name, total, req.progress, req.on_line)
     try:
         with open(res.log, "w", buffering=1) as log:
             rc = _run_make(["make", "-C", str(wt.path), f"O={out}", f"-j{jobs}",
@@ -311,6 +331,17 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
             return res
     res.ok = True
     return res
+
+
+def register(sub) -> None:
+    from . import ci
+    p = sub.add_parser("build", help="build branches' kernels and test modules",
+                       description="Build each named branch (or --all) in an O= directory "
+                       "of the work directory, with ccache; each distinct tree and "
+                       "config once.  Fails when changed code was never compiled.")
+    ci.add_branch_args(p)
+    ci.add_common(p, boot_opts=False)
+    p.set_defaults(func=lambda args: ci.run_build(args))
 
 
 def main(argv: list[str]) -> int:
