@@ -65,6 +65,7 @@ class Options:
     silence: float = 30.0            # reference seconds, scaled by machine speed
     kasan: bool = False
     use_cache: bool = True
+    base_cache: bool = True          # the base's result may come from the cache
     jobs: int = 0
     progress: bool = True
 
@@ -249,7 +250,8 @@ class Runner:
         # Same tree, config and qemu inputs as a branch already done in this run.
         if t.key in self.results:
             return self._same_as(t, br, self.results[t.key])
-        cached = self._cache_load(t) if self.opts.use_cache else None
+        use = self.opts.use_cache or (t.topic == BASE and self.opts.base_cache)
+        cached = self._cache_load(t) if use else None
         if cached is not None:
             self.results[t.key] = cached
             return cached
@@ -309,6 +311,7 @@ class Runner:
             name=name, commit=t.commit, base=t.base_commit or None, fragments=t.fragments,
             modules=[self.qemu_dir / "modules" / m for m in t.modules],
             jobs=self.opts.jobs, progress=self.opts.progress and self.live is None,
+            seed=self.root / "build" / buildmod.build_dir_name(BASE, self.opts.kasan),
             on_line=on_line if self.live is not None else None)
         try:
             res = buildmod.build(self.root, self.git_dir, req)
@@ -492,9 +495,10 @@ def _manifest(args):
 
 
 def options_from_args(args) -> Options:
+    no_cache = getattr(args, "no_cache", False)
     return Options(smp=args.smp, memory=args.memory, accel=args.accel, timeout=args.timeout,
-                   silence=args.silence, kasan=args.kasan,
-                   use_cache=not getattr(args, "no_cache", False), jobs=args.jobs)
+                   silence=args.silence, kasan=args.kasan, use_cache=not no_cache,
+                   base_cache=not no_cache, jobs=args.jobs)
 
 
 def add_common(p, boot_opts: bool = True) -> None:
@@ -565,3 +569,82 @@ def run(args) -> int:
     print()
     rep.print_report(report)
     return 0 if report.ok else 1
+
+
+# ------------------------------------------------- ktopic build / ktopic boot
+
+def _names(args) -> list[str]:
+    if args.all and args.branches:
+        raise KtopicError("give branch names or --all, not both")
+    if not args.all and not args.branches:
+        raise KtopicError("name a topic or branch, or give --all")
+    return [] if args.all else args.branches
+
+
+def run_build(args) -> int:
+    """ktopic build BRANCH|--all: build only, with a progress bar."""
+    m = _manifest(args)
+    wd = _workdir(args)
+    names = _names(args)
+    targets = targets_from_manifest(m, Path(m.root) / "qemu", args.kasan)
+    targets = [t for t in select(targets, names) if names or t.topic != BASE]
+    if names and BASE not in names:
+        targets = [t for t in targets if t.topic != BASE]
+    opts = Options(kasan=args.kasan, jobs=args.jobs)
+    bad = 0
+    with wd.lock():
+        runner = Runner(wd, m, Path(m.root) / "out", opts)
+        for t in targets:
+            if not runner.resolve(t):
+                print(f"{t.branch}: no such branch in {wd.git_dir} (run ktopic generate)")
+                bad += 1
+                continue
+            if t.build_key in runner.builds:
+                first, res = runner.builds[t.build_key]
+                print(f"{t.branch}: same tree and config as {first}: "
+                      f"{'ok' if res.ok else 'FAILED'}")
+                bad += not res.ok
+                continue
+            br = R.BranchResult(branch=t.branch, topic=t.topic)
+            res = runner._build(t, br)
+            if res is None or not res.ok:
+                bad += 1
+                print(f"{t.branch}: FAILED: {br.stages[-1].summary}")
+                for f in br.findings:
+                    for line in f.lines[:20]:
+                        print(f"    {line}")
+            else:
+                print(f"{t.branch}: ok in {res.seconds:.1f}s ({res.out})")
+    return 1 if bad else 0
+
+
+def run_boot(args) -> int:
+    """ktopic boot BRANCH|--all: build if needed, boot, scan, parse (no result cache)."""
+    from . import report as rep
+    names = _names(args)
+    args.no_cache = False
+    args.out = None
+    m = _manifest(args)
+    wd = _workdir(args)
+    opts = options_from_args(args)
+    opts.use_cache = False
+    out_dir = Path(m.root) / "out"
+    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan), names)
+    report = R.Report(base_version=m.base.version)
+    with wd.lock():
+        runner = Runner(wd, m, out_dir, opts)
+        for t in targets:
+            br = runner.run(t)
+            report.branches.append(br)
+            st = br.stage("boot")
+            print(f"{t.branch}: boot {st.status if st else 'not run'}"
+                  f"{' (' + st.summary + ')' if st and st.summary else ''}; "
+                  f"console: {out_dir / rep.branch_dir(t.branch) / 'console.log'}")
+    rep.print_report(report)
+    return 0 if report.ok else 1
+
+
+def add_branch_args(p) -> None:
+    p.add_argument("branches", nargs="*", metavar="BRANCH", help="topic or branch names")
+    p.add_argument("--all", action="store_true",
+                   help="every topic and the integration branch")

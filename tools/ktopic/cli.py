@@ -23,6 +23,9 @@ COMMANDS = [
     "cmd_import_mbox",
     "report",
     "pipeline",
+    "build",
+    "boot",
+    "ci",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
