@@ -102,7 +102,7 @@ class Generator:
             o = Outcome(name, t.branch, old=git.ref(t.ref), patches=len(t.patches))
             bad = [d for d in m.closure(name) if d in failed]
             if bad:
-                o.error = f"not generated: it depends on {', '.join(bad)}, which failed"
+                o.error = f"topic {name}: not generated: it depends on {', '.join(bad)}, which failed"
                 failed.add(name)
             else:
                 try:
@@ -116,7 +116,8 @@ class Generator:
             o = Outcome("integration", i.branch, old=git.ref(i.ref),
                         patches=sum(len(m.topics[n].patches) for n in i.topics))
             if failed:
-                o.error = f"not generated: topic(s) {', '.join(sorted(failed))} failed"
+                o.error = (f"integration ({i.branch}): not generated: topic(s) "
+                           f"{', '.join(sorted(failed))} failed")
             else:
                 o.head = self.integration_head(base)
             result.outcomes.append(o)

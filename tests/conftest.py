@@ -1,0 +1,247 @@
+"""Shared fixtures: a synthetic kernel tarball and project checkout for the
+fast unit tests, and the real packaged tree (imported once per session) for
+the end-to-end ones."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))
+
+from ktopic import cli  # noqa: E402
+
+REAL_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+IDENT = "Test Porter <porter@example.org>"
+
+
+class Run:
+    """The result of one ktopic invocation."""
+
+    def __init__(self, status: int, out: str, err: str):
+        self.status, self.out, self.err = status, out, err
+
+    def __repr__(self) -> str:
+        return f"Run(status={self.status}, out={self.out!r}, err={self.err!r})"
+
+
+@pytest.fixture
+def ktopic(capsys):
+    def run(*args: str) -> Run:
+        status = cli.main([str(a) for a in args])
+        cap = capsys.readouterr()
+        return Run(status, cap.out, cap.err)
+    return run
+
+
+# --- a synthetic kernel tree -------------------------------------------------
+
+TREE = {
+    "Makefile": "# SPDX-License-Identifier: GPL-2.0\nVERSION = 6\nPATCHLEVEL = 1\n"
+                "SUBLEVEL = 192\nEXTRAVERSION =\nNAME = Curry Ramen\n",
+    ".gitignore": "# Debian packaging: ignore everything at the top level\n/*\n!/debian/\n",
+    "README": "Linux kernel\n",
+    "include/linux/compiler_attributes.h": "#ifndef __LINUX_COMPILER_ATTRIBUTES_H\n"
+        "# define __flatten\t\t\t__attribute__((flatten))\n#endif\n",
+    "lib/counter.c": "".join(f"int counter_{i}(void) {{ return {i}; }}\n" for i in range(40)),
+    "lib/names.c": "".join(f"const char *name_{i} = \"n{i}\";\n" for i in range(40)),
+    "lib/.gitignore": "*.o\n",
+    "lib/built.o": "an object file that .gitignore would hide\n",
+    "scripts/tool.sh": "#!/bin/sh\necho tool\n",
+}
+
+
+def make_tarball(path: Path, files: dict[str, str] | None = None, top: str = "linux-source-6.1",
+                 mtime: int = 1_700_000_000) -> Path:
+    files = dict(TREE if files is None else files)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        dirs = sorted({str(Path(f).parent) for f in files if "/" in f})
+        for d in [""] + dirs:
+            ti = tarfile.TarInfo(f"{top}/{d}".rstrip("/"))
+            ti.type, ti.mode, ti.mtime = tarfile.DIRTYPE, 0o755, mtime
+            tar.addfile(ti)
+        for name, text in sorted(files.items()):
+            data = text.encode()
+            ti = tarfile.TarInfo(f"{top}/{name}")
+            ti.size, ti.mtime = len(data), mtime
+            ti.mode = 0o755 if name.endswith(".sh") else 0o644
+            tar.addfile(ti, io.BytesIO(data))
+        ti = tarfile.TarInfo(f"{top}/lib/link.c")
+        ti.type, ti.linkname, ti.mtime = tarfile.SYMTYPE, "counter.c", mtime
+        tar.addfile(ti)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["xz", "-0", "-c"], input=buf.getvalue(), stdout=open(path, "wb"), check=True)
+    return path
+
+
+def git_in(tree: Path, *args: str, **kw) -> str:
+    env = dict(os.environ, GIT_AUTHOR_NAME="Test Porter", GIT_AUTHOR_EMAIL="porter@example.org",
+               GIT_COMMITTER_NAME="Test Porter", GIT_COMMITTER_EMAIL="porter@example.org",
+               GIT_CONFIG_NOSYSTEM="1", HOME=str(tree))
+    env.update(kw.pop("env", {}))
+    return subprocess.run(["git", *args], cwd=tree, env=env, check=True, capture_output=True,
+                          text=True, **kw).stdout
+
+
+def make_patch(tmp: Path, files: dict[str, str], edits: list[tuple[str, str, str]],
+               subject: str, date: str = "Thu, 3 Dec 2026 06:00:00 +0000") -> str:
+    """A format-patch mail that replaces `old` by `new` in `file` for each edit,
+    made against a checkout of `files`."""
+    work = tmp / f"mk-{abs(hash((subject, date)))}"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    for name, text in files.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(text)
+    git_in(work, "init", "-q")
+    git_in(work, "add", "-f", "-A")
+    git_in(work, "commit", "-q", "-m", "base")
+    for file, old, new in edits:
+        p = work / file
+        p.parent.mkdir(parents=True, exist_ok=True)
+        text = p.read_text() if p.exists() else ""
+        assert old in text or old == "", (file, old)
+        p.write_text(text.replace(old, new, 1) if old else new)
+    git_in(work, "add", "-f", "-A")
+    git_in(work, "commit", "-q", "-s", "-m", f"{subject}\n\nWhy: a test needs it.",
+           env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+    out = git_in(work, "format-patch", "--no-signature", "--zero-commit", "--stdout", "-1")
+    shutil.rmtree(work)
+    return out
+
+
+MANIFEST = """\
+# A small manifest for the tests.
+version: 1
+series:
+  name: test-series
+  subject: "a test series"
+  from: "{ident}"
+  public-url: "https://git.example.org/test.git"
+base:
+  package: linux-source-6.1
+  tarball: {tarball}
+  version: 6.1.192
+  debian-version: 6.1.192-3
+topics:
+  compiler:
+    description: nothing to carry
+    branch: topic/compiler
+    upstream:
+      - subject: "Compiler Attributes: add __flatten"
+        upstream-in: "v5.12"
+        checks:
+          - file: include/linux/compiler_attributes.h
+            contains: '^# define __flatten'
+  counters:
+    description: counter changes
+    branch: topic/counters
+    patches:
+      - 0001-lib-counter-return-more.patch
+      - 0002-lib-counter-return-even-more.patch
+    to: ["A Maintainer <a@example.org>"]
+  names:
+    description: name changes, on top of counters
+    branch: topic/names
+    depends: [counters]
+    patches:
+      - 0001-lib-names-rename.patch
+integration:
+  branch: for-next
+  topics: [compiler, counters, names]
+"""
+
+
+class Project:
+    """A checkout of the project (manifest and patches) plus a work directory."""
+
+    def __init__(self, root: Path, tarball: Path):
+        self.root, self.tarball = root, tarball
+        self.manifest = root / "branches.yaml"
+        self.workdir = root.parent / (root.name + "-work")
+
+    def args(self, *a: str, workdir: Path | None = None) -> list[str]:
+        return ["-m", str(self.manifest), "-w", str(workdir or self.workdir), *a]
+
+    def refs(self, workdir: Path | None = None) -> dict[str, str]:
+        gd = (workdir or self.workdir) / "linux.git"
+        if not gd.exists():
+            return {}
+        out = subprocess.run(["git", "--git-dir", str(gd), "for-each-ref",
+                              "--format=%(refname) %(objectname)"],
+                             capture_output=True, text=True, check=True).stdout
+        return dict(line.split() for line in out.splitlines())
+
+    def git(self, *a: str, workdir: Path | None = None) -> str:
+        return subprocess.run(["git", "--git-dir", str((workdir or self.workdir) / "linux.git"), *a],
+                              capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="session")
+def tarball(tmp_path_factory) -> Path:
+    return make_tarball(tmp_path_factory.mktemp("tarball") / "linux-source-6.1.tar.xz")
+
+
+@pytest.fixture(scope="session")
+def patches_text(tmp_path_factory) -> dict[str, str]:
+    tmp = tmp_path_factory.mktemp("patches")
+    tree = dict(TREE)
+    p1 = make_patch(tmp, tree, [("lib/counter.c", "return 3;", "return 33;")],
+                    "lib/counter: return more", "Thu, 3 Dec 2026 06:00:00 +0000")
+    tree2 = dict(tree, **{"lib/counter.c": tree["lib/counter.c"].replace("return 3;", "return 33;")})
+    p2 = make_patch(tmp, tree2, [("lib/counter.c", "return 30;", "return 300;")],
+                    "lib/counter: return even more", "Thu, 3 Dec 2026 06:01:00 +0000")
+    p3 = make_patch(tmp, tree, [("lib/names.c", '"n7"', '"seven"')],
+                    "lib/names: rename", "Thu, 3 Dec 2026 06:02:00 +0000")
+    return {"counters/0001-lib-counter-return-more.patch": p1,
+            "counters/0002-lib-counter-return-even-more.patch": p2,
+            "names/0001-lib-names-rename.patch": p3}
+
+
+@pytest.fixture
+def project(tmp_path, tarball, patches_text) -> Project:
+    root = tmp_path / "repo"
+    for rel, text in patches_text.items():
+        (root / "patches" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "patches" / rel).write_text(text)
+    (root / "branches.yaml").write_text(MANIFEST.format(ident=IDENT, tarball=tarball))
+    return Project(root, tarball)
+
+
+@pytest.fixture
+def imported(project, ktopic) -> Project:
+    r = ktopic(*project.args("import-base"))
+    assert r.status == 0, r
+    return project
+
+
+@pytest.fixture
+def generated(imported, ktopic) -> Project:
+    r = ktopic(*imported.args("generate"))
+    assert r.status == 0, r
+    return imported
+
+
+# --- the real packaged tree ---------------------------------------------------
+
+@pytest.fixture(scope="session")
+def real_workdir(tmp_path_factory) -> Path:
+    """A work directory with the real tarball imported (once per session)."""
+    if not REAL_TARBALL.exists():
+        pytest.skip(f"{REAL_TARBALL} is not installed (make deps installs linux-source-6.1)")
+    wd = tmp_path_factory.mktemp("real") / "work"
+    r = subprocess.run([sys.executable, str(REPO / "tools/bin/ktopic"), "-w", str(wd), "import-base"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return wd

@@ -1,0 +1,241 @@
+"""ktopic generate / status / export / import-mbox on a synthetic tree."""
+
+import multiprocessing
+import subprocess
+import time
+
+import pytest
+
+from conftest import TREE, git_in
+from ktopic import stack
+
+TOPIC_REFS = ["refs/heads/topic/compiler", "refs/heads/topic/counters",
+              "refs/heads/topic/names", "refs/heads/for-next"]
+
+
+def test_generate_makes_every_branch(generated):
+    refs = generated.refs()
+    base = refs["refs/heads/base"]
+    assert refs["refs/heads/topic/compiler"] == base          # carries nothing
+    log = generated.git("log", "--format=%s", f"{base}..topic/names").splitlines()
+    # names depends on counters: its branch starts from counters' patches.
+    assert log == ["lib/names: rename", "lib/counter: return even more", "lib/counter: return more"]
+    assert generated.git("rev-parse", "for-next") == generated.git("rev-parse", "topic/names")
+    assert "return 300;" in generated.git("show", "topic/counters:lib/counter.c")
+
+
+def test_commit_is_what_git_am_makes(generated, tmp_path):
+    base = generated.refs()["refs/heads/base"]
+    wt = tmp_path / "wt"
+    subprocess.run(["git", "--git-dir", str(generated.workdir / "linux.git"), "worktree", "add",
+                    "-q", "--detach", str(wt), base], check=True)
+    patch = generated.root / "patches/counters/0001-lib-counter-return-more.patch"
+    git_in(wt, "am", "-q", "--committer-date-is-author-date", str(patch),
+           env={"GIT_COMMITTER_NAME": "Test Porter", "GIT_COMMITTER_EMAIL": "porter@example.org"})
+    ours = generated.git("rev-parse", "topic/counters~1").strip()
+    assert git_in(wt, "rev-parse", "HEAD").strip() == ours
+
+
+def test_same_inputs_same_hashes_in_another_workdir(generated, ktopic, tmp_path):
+    other = tmp_path / "other-work"
+    assert ktopic(*generated.args("import-base", workdir=other)).status == 0
+    assert ktopic(*generated.args("generate", workdir=other)).status == 0
+    for ref in TOPIC_REFS:
+        assert generated.refs(other)[ref] == generated.refs()[ref]
+
+
+def test_regenerating_unchanged_moves_nothing(generated, ktopic):
+    before = generated.refs()
+    reflog = generated.git("reflog", "show", "--all").count("\n")
+    r = ktopic(*generated.args("generate"))
+    assert r.status == 0 and "0 patches applied" in r.out
+    assert generated.refs() == before
+    assert generated.git("reflog", "show", "--all").count("\n") == reflog
+
+
+def test_patch_that_does_not_apply(generated, ktopic, patches_text):
+    before = generated.refs()
+    p = generated.root / "patches/counters/0002-lib-counter-return-even-more.patch"
+    p.write_text(patches_text["counters/0002-lib-counter-return-even-more.patch"]
+                 .replace("-int counter_30(void) { return 30; }", "-int counter_30(void) { return 31; }"))
+    r = ktopic(*generated.args("generate"))
+    assert r.status == 1
+    errors = [ln for ln in r.err.splitlines() if "does not apply" in ln]
+    assert errors == ["ktopic: topic counters: patches/counters/0002-lib-counter-return-even-more.patch: "
+                      "lib/counter.c: hunk #1 (@@ -28,7 +28,7 @@): does not apply"]
+    assert "names: not generated: it depends on counters" in r.err
+    after = generated.refs()
+    for ref in ("refs/heads/topic/counters", "refs/heads/topic/names", "refs/heads/for-next"):
+        assert after[ref] == before[ref]
+
+
+def test_hand_made_commit_is_not_overwritten(generated, ktopic, tmp_path):
+    wt = tmp_path / "wt"
+    subprocess.run(["git", "--git-dir", str(generated.workdir / "linux.git"), "worktree", "add",
+                    "-q", str(wt), "topic/counters"], check=True)
+    (wt / "README").write_text("changed by hand\n")
+    git_in(wt, "commit", "-q", "-a", "-m", "hand-made")
+    hand = git_in(wt, "rev-parse", "HEAD").strip()
+    subprocess.run(["git", "--git-dir", str(generated.workdir / "linux.git"), "worktree", "remove",
+                    "--force", str(wt)], check=True)
+    # The manifest changes, so generate wants to move the branch.
+    p = generated.root / "patches/counters/0002-lib-counter-return-even-more.patch"
+    p.write_text(p.read_text().replace("Why: a test needs it.", "Why: a test needs it badly."))
+    r = ktopic(*generated.args("generate"))
+    assert r.status == 1
+    assert "branch topic/counters holds commits ktopic did not make" in r.err
+    assert generated.refs()["refs/heads/topic/counters"] == hand
+    r = ktopic(*generated.args("generate", "--force"))
+    assert r.status == 0, r
+    refs = generated.refs()
+    backups = [k for k in refs if k.startswith("refs/ktopic/backup/topic/counters/")]
+    assert len(backups) == 1 and refs[backups[0]] == hand
+    assert backups[0] in r.out
+    assert refs["refs/heads/topic/counters"] != hand
+
+
+def test_upstream_check_that_fails_is_bad_input(imported, ktopic):
+    text = imported.manifest.read_text().replace("contains: '^# define __flatten'",
+                                                 "contains: '^# define __unflatten'")
+    imported.manifest.write_text(text)
+    r = ktopic(*imported.args("generate"))
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "__unflatten" in ln)
+    assert r.status == 2
+    assert r.err.strip() == (f"ktopic: branches.yaml:{line - 1}: upstream proof for "
+                             f"'Compiler Attributes: add __flatten' fails on the base: "
+                             f"include/linux/compiler_attributes.h contains /^# define __unflatten/ "
+                             f"is not true")
+    assert not any(k.startswith("refs/heads/topic") for k in imported.refs())
+
+
+def test_interrupted_run_moves_no_ref(imported, ktopic, monkeypatch):
+    real = stack.Stacker._apply_one
+    calls = []
+
+    def interrupt(self, parent, p, env):
+        calls.append(p)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, parent, p, env)
+    monkeypatch.setattr(stack.Stacker, "_apply_one", interrupt)
+    r = ktopic(*imported.args("generate"))
+    assert r.status == 130
+    assert not any(k.startswith(("refs/heads/topic", "refs/heads/for-next", "refs/ktopic/made"))
+                   for k in imported.refs())
+    monkeypatch.setattr(stack.Stacker, "_apply_one", real)
+    assert ktopic(*imported.args("generate")).status == 0
+
+
+def _hold_lock(workdir, started, release):
+    from ktopic.workdir import Workdir
+    with Workdir(workdir).lock():
+        started.set()
+        release.wait(10)
+
+
+def test_two_runs_serialise_on_the_lock(imported, ktopic):
+    ctx = multiprocessing.get_context("fork")
+    started, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(imported.workdir, started, release))
+    holder.start()
+    try:
+        assert started.wait(10)
+        t0 = time.monotonic()
+        timer = __import__("threading").Timer(1.0, release.set)
+        timer.start()
+        r = ktopic(*imported.args("generate"))
+        assert r.status == 0
+        assert time.monotonic() - t0 >= 0.9
+        assert "waiting for another run" in r.err
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_status_table(generated, ktopic):
+    r = ktopic(*generated.args("status"))
+    assert r.status == 0
+    rows = {ln.split("│")[1].strip(): ln for ln in r.out.splitlines() if ln.startswith("│")}
+    assert set(rows) == {"compiler", "counters", "names", "integration"}
+    assert "in sync (= base)" in rows["compiler"]
+    assert all("in sync" in row for row in rows.values())
+    assert "6.1.192-3" in rows["names"]
+
+
+def test_status_sees_a_stale_branch(generated, ktopic):
+    p = generated.root / "patches/names/0001-lib-names-rename.patch"
+    p.write_text(p.read_text().replace("Why: a test needs it.", "Why: changed."))
+    rows = {ln.split("│")[1].strip(): ln for ln in ktopic(*generated.args("status")).out.splitlines()
+            if ln.startswith("│")}
+    assert "behind the manifest" in rows["names"]
+    assert "in sync" in rows["counters"]
+
+
+def test_export_then_generate_round_trip(generated, ktopic):
+    before = generated.refs()
+    texts = {p: p.read_text() for p in (generated.root / "patches").rglob("*.patch")}
+    manifest = generated.manifest.read_text()
+    for topic in ("counters", "names"):
+        r = ktopic(*generated.args("export", topic))
+        assert r.status == 0, r
+    assert {p: p.read_text() for p in (generated.root / "patches").rglob("*.patch")} == texts
+    assert generated.manifest.read_text() == manifest
+    assert ktopic(*generated.args("generate")).status == 0
+    assert generated.refs() == before
+
+
+def test_export_of_a_hand_edited_branch_then_generate(generated, ktopic, tmp_path):
+    wt = tmp_path / "wt"
+    gd = str(generated.workdir / "linux.git")
+    subprocess.run(["git", "--git-dir", gd, "worktree", "add", "-q", str(wt), "topic/names"], check=True)
+    (wt / "lib/names.c").write_text((wt / "lib/names.c").read_text().replace('"n8"', '"eight"'))
+    git_in(wt, "commit", "-q", "-a", "-s", "-m", "lib/names: eight\n\nWhy: exported by a test.")
+    subprocess.run(["git", "--git-dir", gd, "worktree", "remove", "--force", str(wt)], check=True)
+    r = ktopic(*generated.args("export", "names"))
+    assert r.status == 0, r
+    assert "patches/names/0002-lib-names-eight.patch" in r.out
+    assert "- 0002-lib-names-eight.patch" in generated.manifest.read_text()
+    r = ktopic(*generated.args("generate"))
+    assert r.status == 0, r
+    assert "eight" in generated.git("show", "topic/names:lib/names.c")
+    assert generated.git("log", "-1", "--format=%s", "for-next").strip() == "lib/names: eight"
+
+
+def test_import_mbox_directory(generated, ktopic, tmp_path, patches_text):
+    mails = tmp_path / "mails"
+    mails.mkdir()
+    (mails / "0000-cover.txt").write_text("From: x <x@example.org>\nSubject: [PATCH 0/2] cover\n\nhi\n")
+    second = patches_text["names/0001-lib-names-rename.patch"].replace("[PATCH]", "[PATCH 2/2]")
+    first = second.replace('"seven"', '"SEVEN"').replace("lib/names: rename", "lib/names: shout") \
+        .replace("[PATCH 2/2]", "[PATCH 1/2]")
+    (mails / "a.patch").write_text(second)
+    (mails / "b.patch").write_text(first)
+    r = ktopic(*generated.args("import-mbox", str(mails), "--topic", "compiler"))
+    assert r.status == 0, r
+    assert r.out.splitlines()[:2] == ["patches/compiler/0001-lib-names-shout.patch",
+                                      "patches/compiler/0002-lib-names-rename.patch"]
+    text = generated.manifest.read_text()
+    assert "    patches:\n      - 0001-lib-names-shout.patch\n      - 0002-lib-names-rename.patch\n" in text
+
+
+def test_import_mbox_file(generated, ktopic, tmp_path, patches_text):
+    mbox = tmp_path / "series.mbox"
+    mbox.write_text(patches_text["counters/0001-lib-counter-return-more.patch"] + "\n" +
+                    patches_text["names/0001-lib-names-rename.patch"])
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 0, r
+    assert "- 0002-lib-counter-return-more.patch\n      - 0003-lib-names-rename.patch" in \
+        generated.manifest.read_text()
+
+
+def test_import_mbox_of_nothing(generated, ktopic, tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "note.txt").write_text("not a patch\n")
+    r = ktopic(*generated.args("import-mbox", str(tmp_path / "empty"), "--topic", "names"))
+    assert r.status == 2 and "no patch mails found" in r.err
+
+
+@pytest.mark.parametrize("topic", ["nosuch"])
+def test_unknown_topic_argument(generated, ktopic, topic):
+    r = ktopic(*generated.args("generate", topic))
+    assert r.status == 2 and "no topic 'nosuch'" in r.err
