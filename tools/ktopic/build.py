@@ -217,6 +217,33 @@ def _error_lines(log_path: Path, limit: int = 20) -> list[str]:
     return out[:limit] or log_path.read_text(errors="replace").splitlines()[-limit:]
 
 
+def _modules(out: Path, modules: list[Path], env: dict, jobs: int, log, prog):
+    """Build out-of-tree modules (copies of qemu/modules/<name>) against out."""
+    kos: list[Path] = []
+    for mod in modules:
+        dst = out / "ktopic-modules" / mod.name
+        if dst.exists():
+            shutil.rmtree(dst)
+        shutil.copytree(mod, dst)
+        rc = _run_make(["make", "-C", str(out), f"M={dst}", f"-j{jobs}",
+                        "CC=ccache gcc", "modules"], env, log, prog)
+        if rc:
+            return kos, f"test module {mod.name} failed to build", _error_lines(Path(log.name))
+        built = sorted(dst.glob("*.ko"))
+        if not built:
+            return kos, f"test module {mod.name} produced no .ko", []
+        kos.extend(built)
+    return kos, "", []
+
+
+def build_modules(root: Path, res: BuildResult, modules: list[Path], jobs: int = 0):
+    """Out-of-tree test modules against an existing kernel build (another branch
+    with the same tree and config built it): (kos, error, details)."""
+    with open(res.out / "ktopic-modules.log", "a", buffering=1) as log:
+        return _modules(res.out, modules, make_env(root), jobs or os.cpu_count() or 1, log,
+                        _Progress("", None, False))
+
+
 def changed_c_files(git_dir: Path, base: str, commit: str) -> list[str]:
     """The .c files that `commit` adds or changes against `base`."""
     out = git(git_dir, "diff", "--name-only", "--diff-filter=AMR", "--no-renames",
@@ -297,22 +324,8 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
                 res.error = f"kernel build failed (make exit {rc}), see {res.log}"
                 res.details = _error_lines(res.log)
             else:
-                for mod in req.modules:
-                    dst = out / "ktopic-modules" / mod.name
-                    if dst.exists():
-                        shutil.rmtree(dst)
-                    shutil.copytree(mod, dst)
-                    rc = _run_make(["make", "-C", str(out), f"M={dst}", f"-j{jobs}",
-                                    "CC=ccache gcc", "modules"], env, log, prog)
-                    if rc:
-                        res.error = f"test module {mod.name} failed to build, see {res.log}"
-                        res.details = _error_lines(res.log)
-                        break
-                    kos = sorted(dst.glob("*.ko"))
-                    if not kos:
-                        res.error = f"test module {mod.name} produced no .ko"
-                        break
-                    res.test_modules.extend(kos)
+                res.test_modules, res.error, res.details = _modules(
+                    out, req.modules, env, jobs, log, prog)
     finally:
         prog.stop()
     if prog.count and not res.error and total is None:

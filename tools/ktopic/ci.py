@@ -161,8 +161,8 @@ def compute_keys(t: Target, qemu_dir: Path, opts: Options) -> None:
     mods = [qemu_dir / "modules" / m for m in t.modules]
     progs = [qemu_dir / "tests" / f"{p}.c" for p in t.programs]
     tool = Path(__file__).parent
-    t.build_key = _hash(t.tree, kconfig.fragment_hash(t.fragments), _files_hash(mods))
-    t.key = _hash(RESULT_VERSION, t.build_key, _files_hash(progs),
+    t.build_key = _hash(t.tree, kconfig.fragment_hash(t.fragments))
+    t.key = _hash(RESULT_VERSION, t.build_key, _files_hash(mods), _files_hash(progs),
                   _files_hash([qemu_dir / "init", qemu_dir / "allowlist.yaml"]
                               if (qemu_dir / "allowlist.yaml").exists() else [qemu_dir / "init"]),
                   t.cmdline, t.kunit, t.programs, t.modules, opts.smp, opts.memory,
@@ -292,8 +292,23 @@ class Runner:
     def _build(self, t: Target, br: R.BranchResult) -> buildmod.BuildResult | None:
         if t.build_key in self.builds:
             first, res = self.builds[t.build_key]
-            st = R.StageResult("build", PASS if res.ok else FAIL, 0.0,
-                               f"same tree and config as {first}", self.rel(self.out(t) / "build.log"))
+            summary = f"same tree and config as {first}"
+            t0 = time.monotonic()
+            # The kernel is shared; this branch's own test modules are not.
+            res = dataclasses.replace(res, test_modules=[])
+            if res.ok and t.modules:
+                res.test_modules, err, details = buildmod.build_modules(
+                    self.root, res, [self.qemu_dir / "modules" / m for m in t.modules],
+                    self.opts.jobs)
+                if err:
+                    res.ok, res.error, res.details = False, err, details
+                    summary = err
+                    br.findings.append(R.Finding("build", err, 0, details))
+            elif not res.ok:
+                summary = f"{summary}: {res.error}"
+                br.findings.append(R.Finding("build", res.error, 0, res.details))
+            st = R.StageResult("build", PASS if res.ok else FAIL, time.monotonic() - t0,
+                               summary, self.rel(self.out(t) / "build.log"))
             self._build_outputs(t, res)
             br.stages.append(st)
             self.note(t, "build", st.status, st.summary)

@@ -156,12 +156,22 @@ def _module_lines(lines: list[str]) -> list[str]:
     return out
 
 
-def _case(t) -> CaseResult:
-    return CaseResult(name=t.name, status=_status(t), log=[l for l in t.log if l.strip()][-30:])
+MISSING = "<missing #{}>"
+
+
+def _case(t, number: int) -> CaseResult:
+    # A case the plan announced but that never reported (the run was cut
+    # short) has no name: name it by its number.
+    return CaseResult(name=t.name or MISSING.format(number), status=_status(t),
+                      log=[l for l in t.log if l.strip()][-30:])
+
+
+def _cases(t) -> list[CaseResult]:
+    return [_case(c, i) for i, c in enumerate(t.subtests, 1)]
 
 
 def _suite(t) -> SuiteResult:
-    return SuiteResult(name=t.name, status=_status(t), cases=[_case(c) for c in t.subtests])
+    return SuiteResult(name=t.name, status=_status(t), cases=_cases(t))
 
 
 @dataclass
@@ -186,7 +196,7 @@ def parse_console(text: str, parser) -> KtapResult:
             if top.subtests and top.counts.get_status().name in _STATUS:
                 st = _STATUS[top.counts.get_status().name]
             suites.append(SuiteResult(name=seg.name, status=st,
-                                      cases=[_case(c) for c in top.subtests]))
+                                      cases=_cases(top)))
         elif seg.kind == "module":
             if not any("KTAP version" in l or "# Subtest:" in l for l in seg.lines):
                 continue
@@ -232,8 +242,14 @@ def check(res: KtapResult, console_text: str, expect_suites: list[str],
             findings.append(Finding("failed_case", f"{s.name}: suite {s.status}ed"
                                     if s.status == FAIL else f"{s.name}: suite crashed",
                                     ln, [lines[ln - 1]] if ln else []))
+        missing = [c for c in bad if c.name.startswith("<missing")]
+        if missing:
+            findings.append(Finding("failed_case", f"{s.name}: {len(missing)} case(s) never "
+                                    "reported (crashed or cut short)"))
         for c in bad:
-            ln = _find_line(lines, re.compile(rf"^\s*not ok \d+ {re.escape(c.name)}\b"))
+            if c in missing:
+                continue
+            ln = _find_line(lines, re.compile(rf"^\s*not ok \d+ {re.escape(c.name)}(?:\s|$)"))
             what = "failed" if c.status == FAIL else "crashed"
             quoted = c.log[-15:] + ([lines[ln - 1]] if ln else [])
             findings.append(Finding("failed_case", f"{s.name}.{c.name} {what}", ln, quoted))

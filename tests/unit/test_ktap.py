@@ -1,0 +1,115 @@
+"""ktopic.ktap: several KTAP documents in one console, parsed by the kernel's
+own kunit_parser (from the work repository's base, or the packaged tarball)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+
+from ktopic import ktap  # noqa: E402
+from ktopic.workdir import Workdir  # noqa: E402
+
+DATA = REPO / "tests" / "data" / "consoles"
+TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+
+
+@pytest.fixture(scope="module")
+def parser(tmp_path_factory):
+    """kunit_parser from $KTOPIC_KUNIT_DIR, the work repository's base, or the
+    tarball (extracted once into the work directory's cache)."""
+    if os.environ.get("KTOPIC_KUNIT_DIR"):
+        return ktap.load_parser(Path(os.environ["KTOPIC_KUNIT_DIR"]))
+    wd = Workdir(None)
+    if wd.git_dir.is_dir():
+        try:
+            return ktap.load_parser(ktap.parser_dir(wd.git_dir, "refs/heads/base",
+                                                    wd.root / "cache"))
+        except Exception:
+            pass
+    cache = wd.root / "cache" / "kunit" / "from-tarball"
+    if not (cache / "kunit_parser.py").is_file():
+        if not TARBALL.is_file():
+            pytest.skip("no kernel tree to take kunit_parser from")
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["tar", "-xJf", str(TARBALL), "-C", str(cache), "--strip-components=4",
+                        "--wildcards", "*/tools/testing/kunit/kunit_*.py"], check=True)
+    return ktap.load_parser(cache)
+
+
+def parse(parser, name):
+    text = (DATA / name).read_text()
+    return ktap.parse_console(text, parser), text
+
+
+def test_every_document_is_parsed(parser):
+    r, _ = parse(parser, "synth-ktap-documents.log")
+    got = {s.name: (s.status, [(c.name, c.status) for c in s.cases]) for s in r.suites}
+    assert got == {
+        "alpha": ("fail", [("a_one", "pass"), ("a_two", "fail")]),     # built-in, at boot
+        "beta": ("pass", [("b_one", "pass")]),
+        "mymod_suite": ("pass", [("m_one", "pass")]),                  # at insmod, numbered 3
+        "mymod_suite2": ("pass", [("m_two", "pass")]),
+        "tmpfile": ("fail", [("create", "pass"), ("link", "fail")]),   # a test program
+    }
+    assert r.programs_seen == ["tmpfile"] and r.modules_seen == ["mymod.ko"]
+
+
+def test_checks(parser):
+    r, text = parse(parser, "synth-ktap-documents.log")
+    fs = ktap.check(r, text, ["alpha", "beta", "gamma"], ["tmpfile", "silent", "absent"])
+    msgs = [(f.kind, f.message) for f in fs]
+    assert msgs == [
+        ("missing_suite", "KUnit suite gamma did not run (the manifest expects it)"),
+        ("missing_suite", "test program silent printed no KTAP"),
+        ("missing_suite", "test program absent did not run"),
+        ("failed_case", "alpha.a_two failed"),
+        ("failed_case", "tmpfile.link failed"),
+    ]
+    a_two = fs[3]
+    assert a_two.line == 11
+    assert "    # a_two: EXPECTATION FAILED at lib/x.c:12" in a_two.lines
+    assert a_two.lines[-1].strip() == "not ok 2 a_two"
+
+
+def test_crash_mid_suite_and_cut_program(parser):
+    r, text = parse(parser, "synth-ktap-crash.log")
+    suites = {s.name: s for s in r.suites}
+    assert [(c.name, c.status) for c in suites["six_lock"].cases] == [
+        ("six_lock_basic", "pass"), ("six_lock_race", "fail"), ("six_lock_counts", "pass")]
+    # The program died after its first case: the missing ones are crashed.
+    prog = suites["interrupted"]
+    assert prog.status == "crash"
+    assert [(c.name, c.status) for c in prog.cases] == [
+        ("one", "pass"), ("<missing #2>", "crash"), ("<missing #3>", "crash")]
+    fs = ktap.check(r, text, ["six_lock"], ["interrupted"])
+    assert [f.message for f in fs] == ["six_lock.six_lock_race failed",
+                                       "interrupted: 2 case(s) never reported (crashed or cut short)"]
+    # The crashed case quotes the Oops that the kernel printed inside it.
+    assert any(l.startswith("Oops: 0002") for l in fs[0].lines)
+    assert fs[0].lines[-1].strip() == "not ok 2 six_lock_race"
+
+
+def test_console_without_markers_is_one_document(parser):
+    text = ("[    1.0] KTAP version 1\n[    1.0] 1..1\n[    1.0]     KTAP version 1\n"
+            "[    1.0]     # Subtest: s\n[    1.0]     1..1\n[    1.0]     ok 1 c\n"
+            "[    1.0] ok 1 s\n")
+    r = ktap.parse_console(text, parser)
+    assert [(s.name, s.status) for s in r.suites] == [("s", "pass")]
+
+
+def test_no_ktap_at_all(parser):
+    r = ktap.parse_console("Linux version 6.1\nktopic-init: start\nktopic-init: done\n", parser)
+    assert r.suites == [] and r.programs_seen == []
+
+
+def test_parser_output_is_silent(parser, capsys):
+    parse(parser, "synth-ktap-documents.log")
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
