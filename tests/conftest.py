@@ -219,10 +219,22 @@ def project(tmp_path, tarball, patches_text) -> Project:
     return Project(root, tarball)
 
 
+@pytest.fixture(scope="session")
+def _imported_template(tmp_path_factory, tarball, patches_text) -> Path:
+    """One import of the synthetic tarball, copied by every test that needs it."""
+    wd = tmp_path_factory.mktemp("template") / "work"
+    manifest = wd.parent / "branches.yaml"
+    manifest.write_text(MANIFEST.format(ident=IDENT, tarball=tarball))
+    for rel, text in patches_text.items():
+        (wd.parent / "patches" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (wd.parent / "patches" / rel).write_text(text)
+    assert cli.main(["-m", str(manifest), "-w", str(wd), "import-base"]) == 0
+    return wd
+
+
 @pytest.fixture
-def imported(project, ktopic) -> Project:
-    r = ktopic(*project.args("import-base"))
-    assert r.status == 0, r
+def imported(project, _imported_template) -> Project:
+    shutil.copytree(_imported_template, project.workdir, symlinks=True)
     return project
 
 

@@ -1,0 +1,42 @@
+# Entry points for maintainers and CI.  `make` runs the main job, `make test`
+# every test; both install what they need first.  See README.md.
+
+PYTHON  := /usr/bin/python3
+KTOPIC  := $(PYTHON) tools/bin/ktopic
+PYTEST  := $(PYTHON) -m pytest -c tests/pytest.ini --rootdir=tests
+
+.PHONY: all main deps import generate status check test test-e2e bench clean
+
+all: deps main
+
+# The main job: import the packaged tree, generate every branch, show them.
+main: import generate status
+
+import:
+	$(KTOPIC) import-base
+
+generate: import
+	$(KTOPIC) generate
+
+status:
+	$(KTOPIC) status
+
+deps:
+	@ci/deps
+
+# Fast unit tests on synthetic repositories (seconds; no kernel build).
+check:
+	$(PYTEST) -q -m "not e2e" tests/unit
+
+# Everything: the unit tests, then end-to-end tests on the real packaged tree.
+test: deps
+	$(PYTEST) -q tests
+
+test-e2e: deps
+	$(PYTEST) -q -m e2e tests
+
+bench: deps
+	$(PYTHON) tools/bench/run.py
+
+clean:
+	rm -rf out tests/.pytest_cache
