@@ -38,8 +38,13 @@ class Finding:
     """Something the console scan or the result check flagged."""
     kind: str                        # panic, oops, bug, warning, lockdep, kasan,
                                      # ubsan, lockup, hung_task, rcu_stall,
-                                     # list_corruption, refcount, reboot,
-                                     # missing_suite, failed_case, silence, timeout
+                                     # list_corruption, refcount, debug_objects,
+                                     # reboot, init (a module or program of /init
+                                     # failed), smp (fewer CPUs than asked for),
+                                     # missing_suite, failed_case, silence, timeout,
+                                     # incomplete (QEMU exited before the end),
+                                     # qemu (QEMU could not run), build
+                                     # (docs/ci.md has the list)
     message: str                     # one line: what and where
     line: int = 0                    # 1-based line in the console log (0: none)
     lines: list[str] = field(default_factory=list)   # the quoted lines
