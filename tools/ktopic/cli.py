@@ -2,7 +2,8 @@
 
 Each command module defines ``register(subparsers)``, which adds its parser
 and sets ``func`` to a ``run(args) -> int``.  Adding a command is adding its
-module name to COMMANDS.
+name and module to COMMANDS.  Only the module of the command being run is
+imported (``--help`` imports them all), so a quick command stays quick.
 """
 
 from __future__ import annotations
@@ -15,23 +16,23 @@ from pathlib import Path
 
 from .errors import Failure, KtopicError
 
-COMMANDS = [
-    "cmd_import_base",
-    "cmd_generate",
-    "cmd_status",
-    "cmd_export",
-    "cmd_import_mbox",
-    "report",
-    "pipeline",
-    "build",
-    "boot",
-    "ci",
-]
+COMMANDS = {
+    "import-base": "cmd_import_base",
+    "generate": "cmd_generate",
+    "status": "cmd_status",
+    "export": "cmd_export",
+    "import-mbox": "cmd_import_mbox",
+    "build": "build",
+    "boot": "boot",
+    "ci": "ci",
+    "report": "report",
+    "pipeline": "pipeline",
+}
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(command: str | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="ktopic",
         description="Topic branches of the bcachefs core-kernel prerequisites "
@@ -41,13 +42,26 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-w", "--workdir", type=Path, default=None,
                    help="work directory (default: $KTOPIC_WORKDIR or ~/.cache/ktopic)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        importlib.import_module(f".{name}", __package__).register(sub)
+    for name, module in COMMANDS.items():
+        if command in (None, name):
+            importlib.import_module(f".{module}", __package__).register(sub)
     return p
 
 
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand named in argv, if it is a known one."""
+    it = iter(argv)
+    for a in it:
+        if a in ("-m", "--manifest", "-w", "--workdir"):
+            next(it, None)
+        elif not a.startswith("-"):
+            return a if a in COMMANDS else None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser(_command_of(argv)).parse_args(argv)
     # Ctrl-C: let the command's own cleanup (temporary refs, index files,
     # QEMU processes) run through KeyboardInterrupt, then exit 130.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))

@@ -63,7 +63,7 @@ class Generator:
         self.m, self.wd = m, wd
         self.git = Git(wd.git_dir)
         self.cache = StackCache(wd.path("stack-cache.json"), self.git)
-        self.stacker = Stacker(self.git, self.cache)
+        self.stacker = Stacker(self.git, self.cache, wd.path("index-cache"))
         self._patches: dict[str, list[PatchFile]] = {}
 
     def patches(self, name: str) -> list[PatchFile]:
@@ -92,6 +92,7 @@ class Generator:
         t0 = time.monotonic()
         m, git = self.m, self.git
         base = base_commit(git)
+        refs = git.refs()
         selected = names or list(m.topics)
         wanted = [n for n in m.order if n in selected]
         proofs.verify(m, git, base, wanted)
@@ -99,7 +100,7 @@ class Generator:
         failed: set[str] = set()
         for name in wanted:
             t = m.topics[name]
-            o = Outcome(name, t.branch, old=git.ref(t.ref), patches=len(t.patches))
+            o = Outcome(name, t.branch, old=refs.get(t.ref), patches=len(t.patches))
             bad = [d for d in m.closure(name) if d in failed]
             if bad:
                 o.error = f"topic {name}: not generated: it depends on {', '.join(bad)}, which failed"
@@ -113,7 +114,7 @@ class Generator:
             result.outcomes.append(o)
         if integration and not names:
             i = m.integration
-            o = Outcome("integration", i.branch, old=git.ref(i.ref),
+            o = Outcome("integration", i.branch, old=refs.get(i.ref),
                         patches=sum(len(m.topics[n].patches) for n in i.topics))
             if failed:
                 o.error = (f"integration ({i.branch}): not generated: topic(s) "
@@ -122,12 +123,12 @@ class Generator:
                 o.head = self.integration_head(base)
             result.outcomes.append(o)
         self.cache.save()
-        self._move(result, force)
+        self._move(result, force, refs)
         result.applied = self.stacker.applied
         result.seconds = time.monotonic() - t0
         return result
 
-    def _move(self, result: Result, force: bool) -> None:
+    def _move(self, result: Result, force: bool, refs: dict[str, str]) -> None:
         git = self.git
         updates: list[tuple[str, str, str | None]] = []
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -135,7 +136,7 @@ class Generator:
             if o.error or o.head is None:
                 continue
             ref = "refs/heads/" + o.branch
-            made = git.ref(MADE + o.branch)
+            made = refs.get(MADE + o.branch)
             if o.old == o.head:
                 if made != o.head:
                     updates.append((MADE + o.branch, o.head, made))

@@ -67,6 +67,11 @@ class Git:
         p = self.try_run("rev-parse", "--verify", "-q", name)
         return p.stdout.strip() if p.returncode == 0 else None
 
+    def refs(self, prefix: str = "refs/") -> dict[str, str]:
+        """Every ref under prefix and the object it points at, in one call."""
+        out = self.run("for-each-ref", "--format=%(refname) %(objectname)", prefix)
+        return dict(line.split(" ", 1) for line in out.splitlines())
+
     def is_ancestor(self, a: str, b: str) -> bool:
         return self.try_run("merge-base", "--is-ancestor", a, b).returncode == 0
 

@@ -6,6 +6,7 @@ Every complaint is a KtopicError naming branches.yaml:line.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -13,10 +14,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-import jsonschema
-
 from . import yamlpos
 from .errors import KtopicError
+from .workdir import default_root
 
 SCHEMA = Path(__file__).with_name("manifest.schema.json")
 
@@ -173,7 +173,7 @@ def display_path(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _schema_error(err: jsonschema.ValidationError, data, name: str) -> KtopicError:
+def _schema_error(err, data, name: str) -> KtopicError:
     path = list(err.absolute_path)
     where = ".".join(str(p) for p in path) or "top level"
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
@@ -228,17 +228,35 @@ def load(path: Path | str, root: Path | None = None) -> Manifest:
     if not isinstance(data, dict):
         raise KtopicError("the manifest must be a mapping of keys (version, series, base, topics, integration)",
                           name, getattr(data, "line", 1))
-    schema = json.loads(SCHEMA.read_text())
-    validator = jsonschema.Draft202012Validator(schema)
+    known = _validate(data, path, name)
+    return _build(data, path, root, name, check_names=not known)
+
+
+def _validate(data, path: Path, name: str) -> bool:
+    """JSON Schema validation, remembered by content: a manifest that passed
+    once is not validated again (importing jsonschema alone costs more than
+    a no-op generate)."""
+    key = hashlib.sha256(path.read_bytes() + SCHEMA.read_bytes()).hexdigest()
+    stamp = default_root() / "validated" / key
+    if stamp.exists():
+        return True
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
     errors = sorted(validator.iter_errors(data),
                     key=lambda e: (yamlpos.line_of(data, list(e.absolute_path)) or 0))
     if errors:
         # The most specific error of the first place that is wrong.
-        best = jsonschema.exceptions.best_match([e for e in errors if
-                                                 yamlpos.line_of(data, list(e.absolute_path)) ==
-                                                 yamlpos.line_of(data, list(errors[0].absolute_path))])
+        first = yamlpos.line_of(data, list(errors[0].absolute_path))
+        best = jsonschema.exceptions.best_match(
+            [e for e in errors if yamlpos.line_of(data, list(e.absolute_path)) == first])
         raise _schema_error(best, data, name)
-    return _build(data, path, root, name)
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+    except OSError:
+        pass                      # a read-only cache only costs time
+    return False
 
 
 def _checks(items, line_base) -> list[Check]:
@@ -250,7 +268,7 @@ def _checks(items, line_base) -> list[Check]:
     return out
 
 
-def _build(data, path: Path, root: Path, name: str) -> Manifest:
+def _build(data, path: Path, root: Path, name: str, check_names: bool = True) -> Manifest:
     def err(msg, *keys):
         return KtopicError(msg, name, yamlpos.line_of(data, list(keys)))
 
@@ -270,7 +288,7 @@ def _build(data, path: Path, root: Path, name: str) -> Manifest:
     for tname, t in data["topics"].items():
         def terr(msg, *keys, _t=tname):
             return err(msg, "topics", _t, *keys)
-        if not _valid_branch(t["branch"]):
+        if check_names and not _valid_branch(t["branch"]):
             raise terr(f"invalid branch name {t['branch']!r}", "branch")
         if t["branch"] in branches:
             raise terr(f"branch {t['branch']!r} is already used by {branches[t['branch']][0]}", "branch")
@@ -330,7 +348,7 @@ def _build(data, path: Path, root: Path, name: str) -> Manifest:
     _check_cycles(topics, err)
 
     i = data["integration"]
-    if not _valid_branch(i["branch"]):
+    if check_names and not _valid_branch(i["branch"]):
         raise err(f"invalid branch name {i['branch']!r}", "integration", "branch")
     if i["branch"] in branches:
         raise err(f"branch {i['branch']!r} is already used by {branches[i['branch']][0]}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -38,10 +39,10 @@ class StackCache:
         self.dirty = False
 
     def get(self, parent: str, patch: PatchFile) -> str | None:
-        commit = self.map.get(f"{parent} {patch.sha256}")
-        if commit and self.git.try_run("cat-file", "-e", commit + "^{commit}").returncode == 0:
-            return commit
-        return None
+        return self.map.get(f"{parent} {patch.sha256}")
+
+    def exists(self, commit: str) -> bool:
+        return self.git.try_run("cat-file", "-e", commit + "^{commit}").returncode == 0
 
     def put(self, parent: str, patch: PatchFile, commit: str) -> None:
         self.map[f"{parent} {patch.sha256}"] = commit
@@ -57,9 +58,27 @@ class StackCache:
 
 
 class Stacker:
-    def __init__(self, git: Git, cache: StackCache):
+    def __init__(self, git: Git, cache: StackCache, index_dir: Path | None = None):
         self.git, self.cache = git, cache
+        self.index_dir = index_dir    # index files of start trees, by tree id
         self.applied = 0          # patches that really went through git apply
+
+    def _read_tree(self, commit: str, index: str, env: dict) -> None:
+        """Fill index with commit's tree; reading an 80,000-entry tree costs
+        far more than copying the index file it gave last time."""
+        if self.index_dir is None:
+            self.git.run("read-tree", commit, env=env)
+            return
+        tree = self.git.tree_of(commit)
+        cached = self.index_dir / tree
+        if cached.exists():
+            shutil.copyfile(cached, index)
+            return
+        self.git.run("read-tree", commit, env=env)
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".tmp")
+        shutil.copyfile(index, tmp)
+        tmp.replace(cached)
 
     def stack(self, parent: str, patches: list[PatchFile]) -> str:
         """The commit made by applying patches on parent, in order."""
@@ -72,10 +91,17 @@ class Stacker:
                 break
             head = hit
         if not pending:
-            return head
+            # A commit that exists has all its ancestors: checking the
+            # chain's end checks the chain.  Anything missing (a deleted
+            # work repository) is simply made again.
+            if head == parent or self.cache.exists(head):
+                return head
+            self.cache.map.clear()
+            return self.stack(parent, patches)
         with tempfile.TemporaryDirectory(prefix="ktopic-index-") as tmp:
-            env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
-            self.git.run("read-tree", head, env=env)
+            index = os.path.join(tmp, "index")
+            env = {"GIT_INDEX_FILE": index}
+            self._read_tree(head, index, env)
             for p in pending:
                 head = self._apply_one(head, p, env)
         return head

@@ -1,0 +1,38 @@
+"""Small helpers shared by the benchmarks: timing and a result table."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+KTOPIC = ["/usr/bin/python3", str(REPO / "tools/bin/ktopic")]
+
+
+def timed(fn, repeat: int, before=None) -> float:
+    """Median wall-clock seconds of fn() over repeat runs (before() untimed)."""
+    times = []
+    for _ in range(repeat):
+        if before:
+            before()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def sh(*args, **kw) -> str:
+    return subprocess.run(args, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def table(rows: list[tuple[str, str]]) -> None:
+    width = max(len(r[0]) for r in rows)
+    for k, v in rows:
+        print(f"  {k:<{width}}  {v}")
+
+
+def verdict(name: str, ok: bool, detail: str) -> bool:
+    print(f"  {'PASS' if ok else 'MISS'} {name}: {detail}")
+    return ok
