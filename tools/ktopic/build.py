@@ -146,6 +146,25 @@ def make_env(root: Path) -> dict[str, str]:
 _QUIET_LINE = re.compile(r"^\s{2}([A-Z][A-Z0-9_\[\] ]{1,9})\s+(\S+)")
 
 
+def _rebase_paths(top: Path, old: Path, new: Path) -> None:
+    """Point a copied build directory's absolute paths at its new place.
+
+    tools/ (objtool) is built with absolute output paths in its .cmd and .d
+    files; left alone they make objtool rebuild, and every object depends on
+    objtool, so the whole kernel would recompile.  The kernel's own .cmd
+    files use paths relative to the build directory and need nothing."""
+    if not top.is_dir():
+        return
+    a, b = str(old).encode() + b"/", str(new).encode() + b"/"
+    for f in top.rglob(".*"):
+        if f.is_file() and (f.suffix in (".cmd", ".d")):
+            data = f.read_bytes()
+            if a in data:
+                st = f.stat()
+                f.write_bytes(data.replace(a, b))
+                os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def build_dir_name(branch: str, kasan: bool = False) -> str:
     """The O= directory name of a branch (one path component)."""
     name = re.sub(r"[^A-Za-z0-9._+-]", "_", branch).strip("_") or "_"
@@ -290,6 +309,7 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
             shutil.rmtree(out)
         shutil.copytree(req.seed, out, symlinks=True, ignore=shutil.ignore_patterns(
             "ktopic-modules", "ktopic-build.log", "ktopic.count"))
+        _rebase_paths(out / "tools", Path(req.seed).resolve(), out.resolve())
     out.mkdir(parents=True, exist_ok=True)
     res = BuildResult(name=req.name, ok=False, out=out, log=out / "ktopic-build.log",
                       toolchain=toolchain_versions())
