@@ -20,6 +20,12 @@ ALLOW = console_scan.load_allowlist(REPO / "qemu" / "allowlist.yaml")
 # file -> the findings' kinds, in log order (allowlist applied, -smp 2 expected)
 EXPECTED = {
     "real-base-clean.log": [],
+    "real-panic.log": ["panic"],
+    "real-oops.log": ["bug", "oops", "panic"],
+    "real-warn.log": ["warning"],
+    "real-lockdep.log": ["lockdep"],
+    "real-many.log": ["warning", "refcount", "list_corruption", "bug", "warning"],
+    "real-hang.log": [],              # the hang itself is silence: boot.py's job
     "synth-kasan-ubsan.log": ["kasan", "ubsan"],
     "synth-lockups-stalls.log": ["lockup", "rcu_stall", "hung_task", "lockup"],
     "synth-reboot-odebug.log": ["debug_objects", "list_corruption", "reboot", "smp"],
@@ -52,6 +58,19 @@ def test_cut_here_block_is_one_finding_named_by_its_specific_line():
     assert lst.lines[-1].startswith("---[ end trace")
     # Mid-line "WARNING:" of a mitigation notice is not a kernel warning.
     assert not any("RETBleed" in f.message for f in fs)
+
+
+def test_real_reports_quote_the_right_lines():
+    lockdep = scan("real-lockdep.log")[0]
+    assert lockdep.message == "WARNING: possible circular locking dependency detected"
+    assert any("ktopic_e2e_a" in l for l in lockdep.lines)
+    warn = scan("real-warn.log")[0]
+    assert any("ktopic-e2e: deliberate warning" in l for l in warn.lines)
+    assert warn.lines[-1].startswith("---[ end trace")
+    refcount = scan("real-many.log")[1]
+    assert refcount.message.startswith("refcount_t: decrement hit 0; leaking memory. / WARNING:")
+    panic = scan("real-oops.log")[-1]
+    assert "Attempted to kill init" in panic.message
 
 
 def test_whole_log_is_scanned():
