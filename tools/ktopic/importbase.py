@@ -68,11 +68,13 @@ def _base_ref(version: str) -> str:
 
 def import_base(m: Manifest, wd: Workdir, parent: str | None = None,
                 tarball: Path | None = None, version: str | None = None,
-                debian_version: str | None = None) -> Imported:
+                debian_version: str | None = None, point_base: bool = True) -> Imported:
     """Import the tarball (the manifest's unless given); return the commit.
 
     With parent (a previous base commit) the new base continues that
-    history, which is what a rebase onto a newer packaged tree wants."""
+    history, which is what a rebase onto a newer packaged tree wants.
+    point_base=False only creates refs/ktopic/bases/<debian-version> and
+    leaves refs/heads/base alone (ktopic rebase moves it later)."""
     tarball = Path(tarball or m.base.tarball)
     version = version or m.base.version
     debian_version = debian_version or m.base.debian_version
@@ -87,12 +89,16 @@ def import_base(m: Manifest, wd: Workdir, parent: str | None = None,
     if have:
         msg = git.run("log", "-1", "--format=%B", have)
         if f"Tarball-SHA256: {digest}" in msg:
-            _point_base(git, have)
+            if point_base:
+                _point_base(git, have)
             return Imported(have, version, False)
         raise Failure(f"{ref} exists but was imported from a different tarball; "
                       f"delete it with git update-ref -d {ref} in {wd.git_dir} to re-import")
     commit = _fast_import(git, tarball, digest, version, debian_version, m, parent)
-    _point_base(git, commit, new_ref=ref)
+    if point_base:
+        _point_base(git, commit, new_ref=ref)
+    else:
+        git.update_refs([(ref, commit, None)], "ktopic import-base")
     return Imported(commit, version, True)
 
 
