@@ -87,3 +87,90 @@ def slug(subject: str) -> str:
     s = re.sub(r"^\[[^\]]*\]\s*", "", subject)
     s = re.sub(r"[^A-Za-z0-9._]+", "-", s).strip("-.")
     return s[:52].rstrip("-.") or "patch"
+
+
+# --- edits made by ktopic rebase ---------------------------------------------
+
+def _write_validated(m: Manifest, text: str, check) -> Manifest:
+    """Load text as the manifest, run check(reloaded) (raises when the edit
+    went wrong), then replace the file atomically; return the reloaded one."""
+    fd, tmp = tempfile.mkstemp(dir=m.path.parent, prefix=".branches.", suffix=".yaml")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        check(manifest_mod.load(tmp, m.root))
+        os.replace(tmp, m.path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return manifest_mod.load(m.path, m.root)
+
+
+def _scalar(value: str) -> str:
+    """value as a YAML scalar: plain when that reads back the same, else quoted."""
+    if re.fullmatch(r"[A-Za-z0-9_./+~-]+", value) and yaml.safe_load(value) == value:
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def set_base(m: Manifest, **values: str) -> Manifest:
+    """Set keys of `base:` (tarball, version, debian_version) in place."""
+    lines = m.path.read_text().splitlines(keepends=True)
+    want = {k.replace("_", "-"): str(v) for k, v in values.items() if v is not None}
+    for key, value in want.items():
+        at = m.base.lines[key] - 1
+        mt = re.match(rf"^(\s*{re.escape(key)}:\s*)", lines[at])
+        lines[at] = mt.group(1) + _scalar(value) + "\n"
+
+    def check(r: Manifest) -> None:
+        got = {"tarball": str(r.base.tarball), "version": r.base.version,
+               "debian-version": r.base.debian_version}
+        if any(got[k] != v for k, v in want.items()):
+            raise RuntimeError(f"manifest edit went wrong: base {got} != {want}")
+    return _write_validated(m, "".join(lines), check)
+
+
+def _block_end(lines: list[str], start: int, n: int) -> int:
+    """The index after the block that starts with the key at lines[start]
+    (indent n): deeper lines, and list items at the same indent."""
+    end = start + 1
+    while end < len(lines):
+        j = end
+        while j < len(lines) and (lines[j].strip() == "" or lines[j].lstrip().startswith("#")):
+            j += 1
+        if j < len(lines) and (_indent(lines[j]) > n or
+                               (_indent(lines[j]) == n and lines[j].lstrip().startswith("- "))):
+            end = j + 1
+            continue
+        break
+    return end
+
+
+def add_upstream(m: Manifest, topic: str, entry: dict) -> Manifest:
+    """Append entry ({subject, upstream-in, evidence, checks}) to the
+    topic's `upstream:` list, creating the list after `patches:` (or
+    `branch:`) when there is none."""
+    lines = m.path.read_text().splitlines(keepends=True)
+    t = m.data["topics"][topic]
+    key_indent = " " * _indent(lines[min(t.lines.values()) - 1])
+    n = len(key_indent)
+    item = _entry_text(entry, key_indent + "  ")
+    before = len(m.topics[topic].upstream)
+    if "upstream" in t.lines:
+        start = t.lines["upstream"] - 1
+        if lines[start].rstrip().endswith("[]"):
+            lines[start:start + 1] = [f"{key_indent}upstream:\n"] + item
+        else:
+            at = _block_end(lines, start, n)
+            lines[at:at] = item
+    else:
+        anchor = "patches" if "patches" in t.lines else "branch"
+        at = _block_end(lines, t.lines[anchor] - 1, n)
+        lines[at:at] = [f"{key_indent}upstream:\n"] + item
+
+    def check(r: Manifest) -> None:
+        ups = r.topics[topic].upstream
+        if len(ups) != before + 1 or ups[-1].subject != entry["subject"]:
+            raise RuntimeError(f"manifest edit went wrong: upstream of {topic}")
+    return _write_validated(m, "".join(lines), check)
