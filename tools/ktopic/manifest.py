@@ -91,6 +91,8 @@ class Topic:
     tested: bool
     line: int
     lines: dict
+    # get_maintainer.pl recipients deliberately not written to: (address, reason)
+    recipients_waived: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def ref(self) -> str:
@@ -337,7 +339,9 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
             kunit=list(t.get("kunit", [])), config=config,
             modules=list(t.get("modules", [])), programs=list(t.get("programs", [])),
             cmdline=t.get("cmdline", ""), tested=bool(t.get("tested", False)),
-            line=data["topics"].lines[tname], lines=dict(t.lines))
+            line=data["topics"].lines[tname], lines=dict(t.lines),
+            recipients_waived=[(w["address"], w["reason"])
+                               for w in t.get("recipients-waived", [])])
 
     for tname, t in topics.items():
         for i, d in enumerate(t.depends):
