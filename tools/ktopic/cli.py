@@ -27,6 +27,8 @@ COMMANDS = {
     "ci": "ci",
     "report": "report",
     "pipeline": "pipeline",
+    "rebase": "cmd_rebase",
+    "range-diff": "rangediff",
 }
 
 REPO = Path(__file__).resolve().parents[2]
