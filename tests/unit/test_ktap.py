@@ -96,6 +96,30 @@ def test_crash_mid_suite_and_cut_program(parser):
     assert fs[0].lines[-1].strip() == "not ok 2 six_lock_race"
 
 
+def test_real_console_boot_module_and_program(parser):
+    """A real boot: a built-in suite, a module's suite at insmod (numbered 2
+    by the kernel), and a program's document."""
+    r, text = parse(parser, "real-clean-module-program.log")
+    got = {s.name: (s.status, [c.name for c in s.cases]) for s in r.suites}
+    assert got == {
+        "ktopic_e2e": ("pass", ["ktopic_e2e_passes", "ktopic_e2e_fails_on_request"]),
+        "ktopic_e2e_module": ("pass", ["ktopic_e2e_module_case"]),
+        "e2e_ktap": ("pass", ["first", "second"]),
+    }
+    assert ktap.check(r, text, ["ktopic_e2e", "ktopic_e2e_module"], ["e2e_ktap"]) == []
+
+
+def test_real_console_failed_case(parser):
+    r, text = parse(parser, "real-kunit-fail.log")
+    fs = ktap.check(r, text, ["ktopic_e2e"], [])
+    assert [(f.kind, f.message) for f in fs] == [
+        ("failed_case", "ktopic_e2e.ktopic_e2e_fails_on_request failed")]
+    f = fs[0]
+    assert text.splitlines()[f.line - 1].endswith("not ok 2 ktopic_e2e_fails_on_request")
+    assert any("deliberate KUnit failure" in l for l in f.lines)
+    assert any("EXPECTATION FAILED at init/main.c" in l for l in f.lines)
+
+
 def test_console_without_markers_is_one_document(parser):
     text = ("[    1.0] KTAP version 1\n[    1.0] 1..1\n[    1.0]     KTAP version 1\n"
             "[    1.0]     # Subtest: s\n[    1.0]     1..1\n[    1.0]     ok 1 c\n"
