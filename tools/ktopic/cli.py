@@ -27,6 +27,7 @@ COMMANDS = {
     "ci": "ci",
     "report": "report",
     "pipeline": "pipeline",
+    "check": "cmd_check",
     "rebase": "cmd_rebase",
     "range-diff": "rangediff",
 }
