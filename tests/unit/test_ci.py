@@ -240,3 +240,9 @@ def test_expected_suite_missing_fails_test_stage(world):
     assert res["a"].stage("boot").status == PASS
     assert res["a"].stage("test").status == FAIL
     assert [f.kind for f in res["a"].findings] == ["missing_suite"]
+
+
+def test_run_branch_usage():
+    p = subprocess.run([str(REPO / "ci" / "run-branch")], capture_output=True, text=True)
+    assert p.returncode == 2 and "usage: ci/run-branch BRANCH" in p.stderr
+    assert subprocess.run(["sh", "-n", str(REPO / "ci" / "run-branch")]).returncode == 0
