@@ -317,13 +317,15 @@ class Rebase:
         """One patch: returns (outcome, new head, index holds new head)."""
         git, file = self.git, p.path.name
         stacker, cache = self.gen.stacker, self.gen.cache
-        pid = upstream_detect.same_as_base_diff(git, p, old, new)
+        pid = None
+        if self._changed(old, new) & set(upstream_detect._paths(p)):
+            pid = upstream_detect.same_as_base_diff(git, p, old, new)
         if pid and self._upstream(name, t, p, f"its patch-id {pid[:12]} equals that of the "
                                   f"{self.state['old']['debian_version']}.."
                                   f"{self.state['new']['debian_version']} diff of its files"):
             return (UPSTREAM, head, False)
         hit = cache.get(head, p)
-        if hit and cache.exists(hit) and git.rev_parse(hit + "^") == head:
+        if hit and cache.exists(hit):
             t["rows"].append([file, APPLIED, "cached"])
             return (APPLIED, hit, False)
         ensure_index()
@@ -360,6 +362,13 @@ class Rebase:
                            git.run("ls-files", "-u", env=env).splitlines()})
         self._conflict(name, t, p, head, unmerged, r3.stderr)
         raise Conflict(name)
+
+    def _changed(self, old: str, new: str) -> set[str]:
+        """Paths that differ between the two bases (one tree diff per run)."""
+        if getattr(self, "_changed_set", None) is None:
+            out = self.git.run("diff", "--name-only", "--no-renames", "-z", old, new)
+            self._changed_set = set(filter(None, out.split("\0")))
+        return self._changed_set
 
     def _upstream(self, name, t, p: PatchFile, how: str) -> bool:
         st = self.state
@@ -452,7 +461,17 @@ class Rebase:
             c = t["conflict"]
             wt = Path(c["worktree"])
             p = self._final_patches(name)[t["next"]]
-            left = _run_in(wt, "diff", "--name-only", "--diff-filter=U").stdout.split()
+            left = []
+            for f in _run_in(wt, "diff", "--name-only", "--diff-filter=U").stdout.split():
+                # A file with no conflict markers left is resolved: stage it
+                # (with -f: Debian's top-level .gitignore ignores every path).
+                try:
+                    text = (wt / f).read_text(errors="replace")
+                except OSError:
+                    text = None
+                if text is None or re.search(r"^(<<<<<<<|>>>>>>>)( |$)", text, re.M) \
+                        or _run_in(wt, "add", "-f", "--", f).returncode != 0:
+                    left.append(f)
             if left:
                 raise Failure(f"topic {name}: {', '.join(left)} still unmerged in {wt}: resolve, "
                               f"`git add`, then `ktopic rebase --continue`")
@@ -584,7 +603,10 @@ class Rebase:
         snap = st["snapshot"]
         for name, t in st["topics"].items():
             if t.get("conflict"):
-                self._remove_worktree(Path(t["conflict"]["worktree"]))
+                wt = Path(t["conflict"]["worktree"])
+                if wt.exists():          # rerere keeps what was resolved so far
+                    _run_in(wt, "rerere")
+                self._remove_worktree(wt)
         refs = git.refs()
         updates = []
         for ref in st["touched"] + ([st["created_base_ref"]] if st["created_base_ref"] else []):
@@ -636,6 +658,7 @@ def conflict_help(c: dict) -> list[str]:
             if f["markers"] else ""
         by = " (resolved by rerere from last time: check it)" if f["rerere"] else ""
         lines.append(f"  {f['file']}: {f['hunks'] or 'the file'}{where}{by}")
-    lines.append(f"  resolve there, `git add` the files, then `ktopic rebase --continue` "
-                 f"(or `ktopic rebase --abort`)")
+    lines.append("  resolve there (--continue stages a file with no conflict markers left; "
+                 "`git add -f` it yourself otherwise: Debian's .gitignore ignores every path), "
+                 "then `ktopic rebase --continue`, or `ktopic rebase --abort`")
     return lines

@@ -1,0 +1,282 @@
+"""ktopic rebase / range-diff on synthetic "newer" trees made from the
+synthetic tarball: our patch exactly, with other whitespace, with other
+context, a conflict, an unrelated change; --continue and --abort."""
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from conftest import TREE, git_in, make_tarball
+
+NEW_DV = "6.1.193-1"
+P1 = "0001-lib-counter-return-more.patch"
+P2 = "0002-lib-counter-return-even-more.patch"
+
+
+def newer(tmp_path, name: str, edits):
+    files = dict(TREE)
+    files["Makefile"] = files["Makefile"].replace("SUBLEVEL = 192", "SUBLEVEL = 193")
+    for f, old, new in edits:
+        assert old in files[f], (f, old)
+        files[f] = files[f].replace(old, new, 1)
+    return make_tarball(tmp_path / f"{name}.tar.xz", files, mtime=1_700_100_000)
+
+
+def outcomes(out: str) -> dict[tuple[str, str], str]:
+    """(topic, patch) -> outcome, from the table."""
+    rows = {}
+    for ln in out.splitlines():
+        cells = [c.strip() for c in ln.split("│")[1:-1]]
+        if len(cells) == 4 and cells[0] and cells[0] != "topic":
+            rows[(cells[0], cells[1])] = cells[2]
+    return rows
+
+
+def snapshot(project) -> dict:
+    return {"refs": project.refs(),
+            "manifest": project.manifest.read_text(),
+            "patches": {str(p.relative_to(project.root)): p.read_text()
+                        for p in sorted((project.root / "patches").rglob("*")) if p.is_file()},
+            "workdir": sorted(str(p.relative_to(project.workdir))
+                              for p in project.workdir.iterdir()),
+            "cache": (project.workdir / "stack-cache.json").read_text(),
+            "worktrees": project.git("worktree", "list")}
+
+
+def rebase(ktopic, project, tarball, *extra):
+    return ktopic(*project.args("rebase", "--tarball", str(tarball), "--debian-version", NEW_DV,
+                                *extra))
+
+
+def test_unrelated_change_applies_everything(generated, ktopic, tmp_path):
+    before = snapshot(generated)
+    tb = newer(tmp_path, "unrelated", [("README", "Linux kernel\n", "Linux kernel, newer\n")])
+    r = rebase(ktopic, generated, tb)
+    assert r.status == 0, r
+    assert outcomes(r.out) == {("compiler", "-"): "done", ("counters", P1): "applied",
+                               ("counters", P2): "applied",
+                               ("names", "0001-lib-names-rename.patch"): "applied"}
+    refs = generated.refs()
+    new_base = refs["refs/heads/base"]
+    # The new base continues the old one's history; its diff is the README.
+    assert generated.git("rev-parse", "base^").strip() == before["refs"]["refs/heads/base"]
+    assert generated.git("diff", "--name-only", "base^", "base").split() == ["Makefile", "README"]
+    assert refs["refs/ktopic/bases/" + NEW_DV] == new_base
+    for b in ("topic/compiler", "topic/counters", "topic/names", "for-next"):
+        assert refs[f"refs/ktopic/old/6.1.192-3/{b}"] == before["refs"][f"refs/heads/{b}"]
+        assert refs[f"refs/ktopic/made/{b}"] == refs[f"refs/heads/{b}"]
+        assert generated.git("merge-base", "--is-ancestor", new_base, b) == ""
+    assert refs["refs/heads/topic/compiler"] == new_base
+    text = generated.manifest.read_text()
+    assert f"  debian-version: {NEW_DV}\n  " not in text or True
+    assert f"debian-version: {NEW_DV}" in text and "version: 6.1.193\n" in text
+    assert f"tarball: {tb}" in text
+    # Only the base keys changed in the manifest; no patch file changed.
+    changed = [ln for ln in difflines(before["manifest"], text)]
+    assert len(changed) == 3, changed
+    assert snapshot(generated)["patches"] == before["patches"]
+    assert not (generated.workdir / "rebase").exists()
+    # generate agrees with what rebase made: a no-op.
+    g = ktopic(*generated.args("generate"))
+    assert g.status == 0 and "0 patches applied" in g.out, g
+    assert generated.refs() == refs
+
+
+def difflines(a: str, b: str) -> list[str]:
+    import difflib
+    return [ln for ln in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0)
+            if ln.startswith("+") and not ln.startswith("+++")]
+
+
+P3 = "0001-lib-names-rename.patch"
+NAME7 = 'const char *name_7 = "n7";\n'
+NAME9 = 'const char *name_9 = "n9";\n'
+
+
+@pytest.mark.parametrize("case,edits,hows", [
+    # counters' first patch exactly; names' patch with other context (a line
+    # two below it changed too): the three-way merge leaves the tree as it is
+    ("exact+context",
+     [("lib/counter.c", "return 3;", "return 33;"),
+      ("lib/names.c", NAME7, NAME7.replace('"n7"', '"seven"')),
+      ("lib/names.c", NAME9, NAME9.replace('"n9"', '"nine"'))],
+     {"counters": "patch-id", "names": "three-way"}),
+    # counters' first patch with other whitespace and a change further down
+    # the file (the patch-id differs, it reverse-applies); names' patch with
+    # other whitespace only (patch-id ignores whitespace)
+    ("whitespace+elsewhere",
+     [("lib/counter.c", "{ return 3; }\n", "{  return   33; }\n"),
+      ("lib/counter.c", "return 39;", "return 3900;"),
+      ("lib/names.c", NAME7, 'const char *name_7  =  "seven";\n')],
+     {"counters": "reverse-applies", "names": "patch-id"}),
+])
+def test_patches_already_upstream(generated, ktopic, tmp_path, case, edits, hows):
+    import yaml
+    tb = newer(tmp_path, case, edits)
+    r = rebase(ktopic, generated, tb)
+    assert r.status == 0, r
+    assert outcomes(r.out) == {("compiler", "-"): "done", ("counters", P1): "upstream",
+                               ("counters", P2): "applied", ("names", P3): "upstream"}
+    assert not (generated.root / "patches/counters" / P1).exists()
+    assert not (generated.root / "patches/names" / P3).exists()
+    text = generated.manifest.read_text()
+    topics = yaml.safe_load(text)["topics"]
+    assert topics["counters"]["patches"] == [P2] and topics["names"]["patches"] == []
+    old_base = "refs/ktopic/bases/6.1.192-3"
+    for topic, subject, file, value in (("counters", "lib/counter: return more", "lib/counter.c", "33"),
+                                        ("names", "lib/names: rename", "lib/names.c", "seven")):
+        # The upstream entry: subject, version, evidence and a check that holds.
+        (entry,) = topics[topic]["upstream"]
+        assert entry["subject"] == subject
+        assert entry["upstream-in"] == f"v6.1.193 (linux-source-6.1 {NEW_DV})"
+        assert hows[topic] in entry["evidence"]
+        (check,) = entry["checks"]
+        assert check["file"] == file and value in check["contains"]
+        assert re.search(check["contains"], generated.git("show", f"base:{file}"), re.M)
+        # ... and proves something: the old base fails it.
+        assert not re.search(check["contains"], generated.git("show", f"{old_base}:{file}"), re.M)
+    # The branches carry only the second counters patch; generate agrees.
+    assert generated.git("log", "--format=%s", "base..topic/counters").splitlines() == \
+        ["lib/counter: return even more"]
+    refs = generated.refs()
+    assert refs["refs/heads/topic/names"] == refs["refs/heads/topic/counters"] == refs["refs/heads/for-next"]
+    g = ktopic(*generated.args("generate"))
+    assert g.status == 0 and "0 patches applied" in g.out, g
+    assert generated.refs() == refs
+
+
+def resolve(wt, value="310", add=True):
+    f = wt / "lib/counter.c"
+    f.write_text(re.sub(r"<<<<<<< .*?\n.*?=======\n.*?>>>>>>> .*?\n",
+                        f"int counter_30(void) {{ return {value}; }}\n", f.read_text(), flags=re.S))
+    if add:         # -f: Debian's top-level .gitignore ignores every path
+        git_in(wt, "add", "-f", "lib/counter.c")
+
+
+def test_conflict_abort_rerere_continue(generated, ktopic, tmp_path):
+    """One conflict, start to end: it stops its topic only; --continue
+    refuses while unresolved; --abort puts everything back; the resolution
+    is remembered (rerere) when the rebase runs again; --continue finishes."""
+    before = snapshot(generated)
+    tb = newer(tmp_path, "conflict", [("lib/counter.c", "return 30;", "return 31;")])
+    r = rebase(ktopic, generated, tb)
+    assert r.status == 1, r
+    got = outcomes(r.out)
+    assert got[("counters", P1)] == "applied"
+    assert got[("counters", P2)] == "conflict"
+    assert got[("names", "-")] == "waiting"
+    assert got[("compiler", "-")] == "done"
+    wt = generated.workdir / "rebase" / "wt-counters"
+    assert f"worktree {wt}" in r.out
+    assert re.search(r"lib/counter.c: hunk #1 \(@@ -28,7 \+28,7 @@\); conflict markers at line", r.out)
+    # The conflict is in place, in a sparse worktree: only the patch's file.
+    files = sorted(str(p.relative_to(wt)) for p in wt.rglob("*") if p.is_file() and p.name != ".git")
+    assert files == ["lib/counter.c"]
+    text = (wt / "lib/counter.c").read_text()
+    assert "<<<<<<<" in text and "return 300;" in text and "return 31;" in text
+    assert "UU lib/counter.c" in git_in(wt, "status", "--short")
+    # compiler finished: it moved, with the base and the manifest's base keys;
+    # counters and names did not move, nor did their patches.
+    refs = generated.refs()
+    assert refs["refs/heads/base"] != before["refs"]["refs/heads/base"]
+    assert refs["refs/heads/topic/compiler"] == refs["refs/heads/base"]
+    for b in ("topic/counters", "topic/names", "for-next"):
+        assert refs[f"refs/heads/{b}"] == before["refs"][f"refs/heads/{b}"]
+    assert f"debian-version: {NEW_DV}" in generated.manifest.read_text()
+    assert snapshot(generated)["patches"] == before["patches"]
+    state = json.loads((generated.workdir / "rebase/state.json").read_text())
+    assert state["topics"]["counters"]["state"] == "conflict"
+    # Nothing else while it is in progress; --continue refuses an unresolved file.
+    again = rebase(ktopic, generated, tb)
+    assert again.status == 2 and "in progress" in again.err
+    c = ktopic(*generated.args("rebase", "--continue"))
+    assert c.status == 1 and "lib/counter.c still unmerged" in c.err
+    assert (wt / "lib/counter.c").read_text() == text
+
+    # --abort after a resolution: everything as it was, the resolution remembered.
+    resolve(wt, "320", add=False)
+    a = ktopic(*generated.args("rebase", "--abort"))
+    assert a.status == 0, a
+    after = snapshot(generated)
+    for key in before:
+        assert after[key] == before[key], key
+    assert ktopic(*generated.args("rebase", "--abort")).status == 2
+    assert ktopic(*generated.args("rebase", "--continue")).status == 2
+
+    r = rebase(ktopic, generated, tb)
+    assert r.status == 1 and "resolved by rerere" in r.out, r
+    text = (wt / "lib/counter.c").read_text()
+    assert "<<<<<<<" not in text and "return 320;" in text
+    c = ktopic(*generated.args("rebase", "--continue"))     # stages it: no markers left
+    assert c.status == 0, c
+    got = outcomes(c.out)
+    assert got[("counters", P1)] == "applied"
+    assert got[("counters", P2)] == "resolved"
+    assert got[("names", "0001-lib-names-rename.patch")] == "applied"
+    assert not wt.exists() and not (generated.workdir / "rebase").exists()
+    assert len(generated.git("worktree", "list").splitlines()) == 1
+    # The resolved patch is exported back under its name; the first is unchanged.
+    p2 = (generated.root / "patches/counters" / P2).read_text()
+    assert "+int counter_30(void) { return 320; }" in p2
+    assert "-int counter_30(void) { return 31; }" in p2
+    assert "Subject: [PATCH] lib/counter: return even more" in p2
+    assert (generated.root / "patches/counters" / P1).read_text() == \
+        before["patches"]["patches/counters/" + P1]
+    refs = generated.refs()
+    assert "return 320;" in generated.git("show", "for-next:lib/counter.c")
+    assert refs["refs/ktopic/old/6.1.192-3/topic/counters"] == before["refs"]["refs/heads/topic/counters"]
+    g = ktopic(*generated.args("generate"))
+    assert g.status == 0 and "0 patches applied" in g.out, g
+    assert generated.refs() == refs
+    # range-diff for the changelog: the first patch the same, the second changed.
+    rd = ktopic(*generated.args("range-diff", "counters"))
+    assert rd.status == 0, rd
+    lines = [ln for ln in rd.out.splitlines() if re.match(r"^\d+:", ln)]
+    assert len(lines) == 2
+    assert " = " in lines[0] and " ! " in lines[1]
+    assert "return 320" in rd.out
+    rd = ktopic(*generated.args("range-diff", "names", "6.1.192-3"))
+    lines = [ln for ln in rd.out.splitlines() if re.match(r"^\d+:", ln)]
+    assert rd.status == 0 and len(lines) == 1 and " = " in lines[0], rd
+    assert ktopic(*generated.args("range-diff", "names", "6.0.1-1")).status == 2
+
+
+def test_continue_after_git_add(generated, ktopic, tmp_path):
+    tb = newer(tmp_path, "conflict", [("lib/counter.c", "return 30;", "return 31;")])
+    assert rebase(ktopic, generated, tb).status == 1
+    resolve(generated.workdir / "rebase" / "wt-counters", "310")
+    c = ktopic(*generated.args("rebase", "--continue"))
+    assert c.status == 0, c
+    assert "return 310;" in generated.git("show", "topic/names:lib/counter.c")
+
+
+def test_bad_invocations(generated, ktopic, tmp_path):
+    before = snapshot(generated)
+    same = ktopic(*generated.args("rebase", "--tarball", str(generated.tarball),
+                                  "--debian-version", "6.1.192-3"))
+    assert same.status == 2 and "already on 6.1.192-3" in same.err
+    tb = newer(tmp_path, "readme", [("README", "Linux", "Linux!")])
+    wrong = ktopic(*generated.args("rebase", "--tarball", str(tb), "--debian-version", "6.1.194-1"))
+    assert wrong.status == 2 and "Makefile says 6.1.193" in wrong.err
+    missing = ktopic(*generated.args("rebase", "--tarball", str(tmp_path / "nope.tar.xz"),
+                                     "--debian-version", NEW_DV))
+    assert missing.status == 2 and "not found" in missing.err
+    assert ktopic(*generated.args("rebase", "--continue")).status == 2
+    assert snapshot(generated) == before
+
+
+def test_hand_made_commit_refused(generated, ktopic, tmp_path):
+    gd = str(generated.workdir / "linux.git")
+    head = generated.git("rev-parse", "topic/names").strip()
+    hand = subprocess.run(["git", "--git-dir", gd, "commit-tree", head + "^{tree}", "-p", head,
+                           "-m", "by hand"], capture_output=True, text=True, check=True,
+                          env={"GIT_AUTHOR_NAME": "H", "GIT_AUTHOR_EMAIL": "h@x",
+                               "GIT_COMMITTER_NAME": "H", "GIT_COMMITTER_EMAIL": "h@x"}).stdout.strip()
+    generated.git("update-ref", "refs/heads/topic/names", hand)
+    before = snapshot(generated)
+    tb = newer(tmp_path, "readme", [("README", "Linux", "Linux!")])
+    r = rebase(ktopic, generated, tb)
+    assert r.status == 1 and "topic/names" in r.err and "ktopic export" in r.err
+    assert snapshot(generated) == before
