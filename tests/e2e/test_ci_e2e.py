@@ -247,11 +247,10 @@ def manifest_text() -> str:
 
 
 def ktopic(root: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
     return subprocess.run(
-        ["/usr/bin/python3", "-c", "import sys; from ktopic.cli import main; "
-         "sys.exit(main(sys.argv[1:]))", "-m", str(root / "branches.yaml"), *args],
-        env=env, capture_output=True, text=True, timeout=timeout)
+        ["/usr/bin/python3", str(REPO / "tools" / "bin" / "ktopic"),
+         "-m", str(root / "branches.yaml"), *args],
+        capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
