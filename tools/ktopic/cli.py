@@ -28,6 +28,8 @@ COMMANDS = {
     "report": "report",
     "pipeline": "pipeline",
     "check": "cmd_check",
+    "mail": "cmd_mail",
+    "pull-request": "cmd_pull_request",
     "rebase": "cmd_rebase",
     "range-diff": "rangediff",
 }

@@ -1,0 +1,299 @@
+"""ktopic mail on the synthetic project: b4 output, cover letter, recipients,
+revisions with range-diff, a real SMTP round trip on loopback, bad input."""
+
+from __future__ import annotations
+
+import email
+import json
+import os
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import make_patch, TREE
+
+pytestmark = pytest.mark.skipif(shutil.which("b4") is None, reason="b4 is not installed")
+
+
+@pytest.fixture(autouse=True)
+def quiet_git(tmp_path, monkeypatch):
+    """No user configuration leaks in; nothing can be sent anywhere."""
+    cfg = tmp_path / "gitconfig"
+    cfg.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    return cfg
+
+
+def messages(d: Path) -> list[email.message.Message]:
+    out = []
+    for f in sorted(d.glob("*.eml")):
+        with open(f, "rb") as fh:
+            out.append(email.message_from_binary_file(fh))
+    return out
+
+
+def body(msg) -> str:
+    return msg.get_payload(decode=True).decode()
+
+
+def test_mail_output_numbering_cover_recipients(generated, ktopic):
+    head = generated.refs()["refs/heads/for-next"]
+    tree = generated.git("rev-parse", "for-next^{tree}").strip()
+    rep = {"base_version": "6.1.192", "branches": [{
+        "branch": "for-next", "topic": "integration", "head": head, "tree": tree,
+        "config_hash": "c0ffee", "stages": [
+            {"stage": "build", "status": "pass", "seconds": 51.0, "summary": "bzImage", "log": ""},
+            {"stage": "boot", "status": "pass", "seconds": 2.0, "summary": "", "log": ""}],
+        "suites": [{"name": "counters", "status": "pass",
+                    "cases": [{"name": "a", "status": "pass", "log": []}]}],
+        "findings": [], "repro": {}, "same_as": ""}]}
+    (generated.root / "out").mkdir()
+    (generated.root / "out/report.json").write_text(json.dumps(rep))
+    r = ktopic(*generated.args("mail", "integration"))
+    assert r.status == 0, r
+    out = generated.root / "out/mail/for-next/v1"
+    assert f"messages written to {out}" in r.out
+    msgs = messages(out)
+    assert [m["Subject"] for m in msgs] == [
+        "[PATCH 0/3] a test series", "[PATCH 1/3] lib/counter: return more",
+        "[PATCH 2/3] lib/counter: return even more", "[PATCH 3/3] lib/names: rename"]
+    cov = body(msgs[0])
+    # the base said in words; no base-commit naming the local import
+    assert "Debian's linux-source-6.1 6.1.192-3, that is upstream v6.1.192" in cov
+    assert "base-commit:" not in cov
+    assert "base: Debian linux-source-6.1 6.1.192-3 (upstream v6.1.192)" in cov
+    assert "lib/counter.c | 4 ++--" in cov            # b4's diffstat
+    assert "Already in the base (not carried)" in cov
+    assert '- "Compiler Attributes: add __flatten": upstream in v5.12.' in cov
+    assert f"PASS: for-next at {head[:12]} (tree {tree[:12]}, config c0ffee)" in cov
+    assert "\nbuild: pass (51 s), bzImage\n" not in cov    # not taken for a trailer
+    assert "  build: pass (51 s), bzImage" in cov
+    assert "1 suites, 1/1 cases passed" in cov
+    assert f"The patches follow; they are for-next at {head[:12]}." in cov
+    for m in msgs:
+        # integration has no recipients of its own: every topic's
+        assert "A Maintainer <a@example.org>" in m["To"]
+        assert m["From"] == "Test Porter <porter@example.org>"
+    assert all(m["In-Reply-To"] == msgs[0]["Message-Id"] for m in msgs[1:])
+    st = (generated.root / "mail/integration.yaml").read_text()
+    assert "\nrevision: 1\n" in st
+    cid = st.split("change-id: ")[1].split()[0]
+    assert f"change-id: {cid}" in cov
+    assert generated.refs()["refs/ktopic/mail/integration/v1"] == head
+    # the enrolled branch stays; the sparse worktree is gone
+    assert "refs/heads/b4/integration" in generated.refs()
+    assert not (generated.workdir / "mail-worktrees/integration").exists()
+
+
+def _edit_manifest(project, old: str, new: str) -> None:
+    text = project.manifest.read_text()
+    assert old in text
+    project.manifest.write_text(text.replace(old, new, 1))
+
+
+def _commit_project(root: Path, msg: str) -> None:
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "-c", "user.name=T", "-c", "user.email=t@e.org",
+                    "commit", "-qm", msg], check=True)
+
+
+def test_reroll_in_a_fresh_clone_range_diff(generated, ktopic, tmp_path):
+    """v1 mailed from one work directory; v2 from another that never had
+    v1's commits: they are rebuilt from the patch files in the project's
+    history, and the cover letter carries the changelog and range-diff."""
+    root = generated.root
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    _commit_project(root, "v1")
+    r = ktopic(*generated.args("mail", "counters"))
+    assert r.status == 0, r
+    v1 = messages(root / "out/mail/topic/counters/v1")
+    assert [m["Subject"] for m in v1] == [
+        "[PATCH 0/2] a test series (counters)", "[PATCH 1/2] lib/counter: return more",
+        "[PATCH 2/2] lib/counter: return even more"]
+    assert "counter changes" in body(v1[0])
+    _commit_project(root, "mailed v1")
+    v1_head = generated.refs()["refs/heads/topic/counters"]
+    p2 = root / "patches/counters/0002-lib-counter-return-even-more.patch"
+    p2.write_text(p2.read_text().replace("return 300;", "return 3000;"))
+    wd2 = tmp_path / "work2"
+    assert ktopic("-m", generated.manifest, "-w", wd2, "import-base").status == 0
+    assert ktopic("-m", generated.manifest, "-w", wd2, "generate").status == 0
+    assert subprocess.run(["git", "--git-dir", str(wd2 / "linux.git"), "cat-file", "-e",
+                           v1_head]).returncode != 0
+    r = ktopic("-m", generated.manifest, "-w", wd2, "mail", "counters", "--reroll",
+               "--changes", "counter_30 returns 3000")
+    assert r.status == 0, r
+    v2 = messages(root / "out/mail/topic/counters/v2")
+    assert [m["Subject"] for m in v2][1] == "[PATCH v2 1/2] lib/counter: return more"
+    cov = body(v2[0])
+    assert "Changes in v2:\n- Changed: lib/counter: return even more\n" \
+           "- counter_30 returns 3000\n" in cov, cov
+    rd = cov.split("Range-diff against v1\n---------------------\n")[1]
+    assert rd.startswith("1:  "), rd
+    assert " = 1:  " in rd.splitlines()[0]             # unchanged
+    assert " ! 2:  " in rd.splitlines()[1]             # changed
+    assert "-+int counter_30(void) { return 300; }" in rd
+    assert "++int counter_30(void) { return 3000; }" in rd
+    st = (root / "mail/counters.yaml").read_text()
+    assert "\nrevision: 2\n" in st and st.count("head:") == 2
+    cid = st.split("change-id: ")[1].split()[0]
+    assert f"change-id: {cid}" in cov                    # the same series, continued
+    # the rebuilt v1 is kept beside v2 in the new work directory
+    refs2 = generated.refs(workdir=wd2)
+    assert refs2["refs/ktopic/mail/counters/v1"] == v1_head
+    assert refs2["refs/ktopic/mail/counters/v2"] == refs2["refs/heads/topic/counters"]
+
+
+def test_range_diff_unavailable_is_said(generated, tmp_path):
+    from ktopic import cover, manifest, revisions
+    from ktopic.gitutil import Git
+    m = manifest.load(generated.manifest)
+    git = Git(generated.workdir / "linux.git")
+    base = generated.refs()["refs/heads/base"]
+    gone = revisions.Revision(1, "1" * 40, base, "2" * 40, base,
+                              stack=[{"file": "patches/counters/x.patch", "blob": "3" * 40}], own=1)
+    head, why = revisions.find_commits(git, generated.root, "counters", gone)
+    assert head is None and why == "its commits are not in the work repository"
+    text = cover.render(m, cover.CoverInput(
+        subject="s", body="b", branch="topic/counters", head="4" * 40, tree="5" * 40,
+        revision=2, base_commit=base, previous=1, range_diff_note=f"v1 cannot be found: {why}",
+        changelog=[(2, ["Changed patch file: patches/counters/x.patch"])]))
+    assert "Range-diff against v1\n---------------------\nNot available: " in text
+    assert "v1 cannot be found: its commits are not in the work repository." in " ".join(text.split())
+    # a state file that is not YAML of ours: one line naming it
+    (generated.root / "mail").mkdir()
+    (generated.root / "mail/counters.yaml").write_text("change-id: [\n")
+    with pytest.raises(Exception) as e:
+        revisions.load(generated.root, "counters")
+    assert str(e.value).startswith("mail/counters.yaml: unreadable revision state")
+
+
+def test_get_maintainer_from_the_branch_tree(tmp_path):
+    """get_maintainer.pl is taken from the branch and run on the series."""
+    from ktopic import mail
+    from ktopic.gitutil import Git
+    repo = tmp_path / "k"
+    (repo / "scripts").mkdir(parents=True)
+    (repo / "scripts/get_maintainer.pl").write_text(
+        'use strict; die "no MAINTAINERS\\n" unless -f "MAINTAINERS";\n'
+        'die "want --no-tree\\n" unless grep { $_ eq "--no-tree" } @ARGV;\n'
+        'for my $f (grep { -f $_ } @ARGV) { open(my $h, "<", $f) or die;\n'
+        '  while (<$h>) { print "Lib Maint <lib\\@example.org>\\n" if m{^\\+\\+\\+ b/lib/} } }\n'
+        'print "list\\@vger.example.org\\n";\n')
+    (repo / "MAINTAINERS").write_text("LIB\nF: lib/\n")
+    (repo / "lib").mkdir()
+    (repo / "lib/a.c").write_text("int a;\n")
+    env = dict(os.environ, GIT_AUTHOR_NAME="T", GIT_AUTHOR_EMAIL="t@e.org",
+               GIT_COMMITTER_NAME="T", GIT_COMMITTER_EMAIL="t@e.org")
+    sh = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, env=env,
+                                   capture_output=True, text=True).stdout.strip()
+    sh("init", "-q")
+    sh("add", "-A")
+    sh("commit", "-qm", "base")
+    start = sh("rev-parse", "HEAD")
+    (repo / "lib/a.c").write_text("int a = 1;\n")
+    sh("commit", "-qam", "lib: a is one")
+    head = sh("rev-parse", "HEAD")
+    git = Git(repo / ".git")
+    found, note = mail.get_maintainers(git, start, head)
+    assert note == "" and found == ["Lib Maint <lib@example.org>", "list@vger.example.org"]
+    to, cc = mail.merge_addresses(["Lib Maint <LIB@example.org>"], ["x <x@e.org>"], found)
+    assert to == ["Lib Maint <LIB@example.org>"]
+    assert cc == ["x <x@e.org>", "list@vger.example.org"]
+    sh("rm", "-q", "scripts/get_maintainer.pl")
+    sh("commit", "-qm", "no script")
+    found, note = mail.get_maintainers(git, start, sh("rev-parse", "HEAD"))
+    assert found == [] and note == "the tree has no scripts/get_maintainer.pl"
+
+
+# --- a real SMTP round trip on 127.0.0.1 ---------------------------------------
+
+def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
+    from aiosmtpd.controller import Controller
+
+    class Sink:
+        def __init__(self):
+            self.got = []
+
+        async def handle_DATA(self, server, session, envelope):
+            self.got.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
+            return "250 OK"
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sink = Sink()
+    ctl = Controller(sink, hostname="127.0.0.1", port=port)
+    ctl.start()
+    try:
+        quiet_git.write_text(f"[sendemail]\n\tsmtpserver = 127.0.0.1\n\tsmtpserverport = {port}\n")
+        r = ktopic(*generated.args("mail", "counters", "--send"))
+    finally:
+        ctl.stop()
+    assert r.status == 0, r
+    assert len(sink.got) == 3
+    assert all(frm == "porter@example.org" for frm, _, _ in sink.got)
+    assert all("a@example.org" in rcpt for _, rcpt, _ in sink.got)
+    mbox = tmp_path / "sent.mbox"
+    with open(mbox, "wb") as f:
+        for _, _, content in sink.got[1:]:
+            f.write(b"From mailer@example.org Thu Dec  3 00:00:00 2026\n" + content + b"\n")
+    # git am on the base gives exactly the branch's tree
+    wt = tmp_path / "am"
+    generated.git("worktree", "add", "-q", "--detach", str(wt), "refs/heads/base")
+    env = dict(os.environ, GIT_COMMITTER_NAME="T", GIT_COMMITTER_EMAIL="t@e.org")
+    subprocess.run(["git", "-C", str(wt), "am", "-q", str(mbox)], check=True, env=env)
+    am_tree = subprocess.run(["git", "-C", str(wt), "rev-parse", "HEAD^{tree}"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert am_tree == generated.git("rev-parse", "topic/counters^{tree}").strip()
+    st = (generated.root / "mail/counters.yaml").read_text()
+    assert "sent:" in st and "message-id:" in st
+    # a sent revision is not sent again
+    r = ktopic(*generated.args("mail", "counters", "--send"))
+    assert r.status == 2 and "was sent on" in r.err and "--reroll" in r.err
+
+
+# --- bad input: one line, exit 2, nothing written or sent ---------------------------
+
+def _nothing_written(project, before):
+    assert not (project.root / "out").exists()
+    assert not (project.root / "mail").exists()
+    assert project.refs() == before
+
+
+@pytest.mark.parametrize("edit,message", [
+    (("    to: [\"A Maintainer <a@example.org>\"]\n", ""), "topic counters has no recipients"),
+    (('  from: "Test Porter <porter@example.org>"', '  from: "<porter@example.org>"'),
+     "is not a sender identity"),
+    (("description: counter changes", "description: EDITME counter changes"),
+     "placeholder text 'EDITME'"),
+])
+def test_bad_input(generated, ktopic, edit, message):
+    _edit_manifest(generated, *edit)
+    before = generated.refs()
+    r = ktopic(*generated.args("mail", "counters"))
+    assert r.status == 2, r
+    assert message in r.err and len(r.err.strip().splitlines()) == 1, r.err
+    assert "branches.yaml:" in r.err
+    _nothing_written(generated, before)
+
+
+def test_bad_input_not_generated_and_no_smtp(imported, ktopic):
+    before = imported.refs()
+    r = ktopic(*imported.args("mail", "counters"))
+    assert r.status == 2 and "does not exist in the work repository" in r.err, r
+    r = ktopic(*imported.args("mail", "counters", "--send"))
+    assert r.status == 2 and "--send needs an SMTP server" in r.err, r
+    r = ktopic(*imported.args("mail", "counters", "--reroll"))
+    assert r.status == 2, r
+    _nothing_written(imported, before)
+
+
+def test_bad_input_nothing_to_mail(generated, ktopic):
+    _edit_manifest(generated, "    upstream:\n", "    to: [\"M <m@example.org>\"]\n    upstream:\n")
+    r = ktopic(*generated.args("mail", "compiler"))
+    assert r.status == 2 and "carries no patches of its own" in r.err, r
