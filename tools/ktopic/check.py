@@ -2,9 +2,9 @@
 
 Per patch: the base tree's scripts/checkpatch.pl (checkpatch.py) and the
 series hygiene (hygiene.py); per topic: the get_maintainer.pl recipients;
-with --bisect every commit of the topic builds (bisect.py); with
+with --bisect every commit of the topic builds (bisectable.py); with
 --warnings no new W=1 or sparse warning in the .c files the topic touches
-(warnings.py).  docs/gates.md describes the rules.
+(new_warnings.py).  docs/gates.md describes the rules.
 
 Verdicts:
 
@@ -61,8 +61,8 @@ class TopicVerdict:
     patches: list[PatchVerdict] = field(default_factory=list)
     recipients: list[hy.Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    bisect: object = None            # bisect.BisectResult
-    warnings: object = None          # warnings.WarningsResult
+    bisect: object = None            # bisectable.BisectResult
+    warnings: object = None          # new_warnings.WarningsResult
     versions: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -274,8 +274,8 @@ def check_topics(m, wd, names: list[str], opts: Options | None = None,
 def _build_gates(m, wd, verdicts: list[TopicVerdict], opts: Options, log) -> None:
     """--bisect and --warnings: one walk per topic in its build directory:
     W=1/sparse of the start, every commit built, W=1/sparse of the head."""
-    from . import bisect as bs
-    from . import warnings as wn
+    from . import bisectable as bs
+    from . import new_warnings as wn
     for tv in verdicts:
         plan = bs.plan(m, wd, tv.topic)
         if plan.error:

@@ -50,7 +50,8 @@ def run(args) -> int:
     # style gates only read the repository and their own content cache.
     ctx = wd.lock() if builds else contextlib.nullcontext()
     with ctx:
-        verdicts = check.check_topics(m, wd, args.topics, opts)
+        verdicts = check.check_topics(m, wd, args.topics, opts,
+                                      log=lambda s: print(s, file=sys.stderr, flush=True))
     for tv in verdicts:
         print("\n".join(check.render(tv, tools=False)))
     if verdicts:
