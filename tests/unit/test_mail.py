@@ -37,56 +37,7 @@ def messages(d: Path) -> list[email.message.Message]:
 
 
 def body(msg) -> str:
-    return msg.get_payload(decode=True).decode()
-
-
-def test_mail_output_numbering_cover_recipients(generated, ktopic):
-    head = generated.refs()["refs/heads/for-next"]
-    tree = generated.git("rev-parse", "for-next^{tree}").strip()
-    rep = {"base_version": "6.1.192", "branches": [{
-        "branch": "for-next", "topic": "integration", "head": head, "tree": tree,
-        "config_hash": "c0ffee", "stages": [
-            {"stage": "build", "status": "pass", "seconds": 51.0, "summary": "bzImage", "log": ""},
-            {"stage": "boot", "status": "pass", "seconds": 2.0, "summary": "", "log": ""}],
-        "suites": [{"name": "counters", "status": "pass",
-                    "cases": [{"name": "a", "status": "pass", "log": []}]}],
-        "findings": [], "repro": {}, "same_as": ""}]}
-    (generated.root / "out").mkdir()
-    (generated.root / "out/report.json").write_text(json.dumps(rep))
-    r = ktopic(*generated.args("mail", "integration"))
-    assert r.status == 0, r
-    out = generated.root / "out/mail/for-next/v1"
-    assert f"messages written to {out}" in r.out
-    msgs = messages(out)
-    assert [m["Subject"] for m in msgs] == [
-        "[PATCH 0/3] a test series", "[PATCH 1/3] lib/counter: return more",
-        "[PATCH 2/3] lib/counter: return even more", "[PATCH 3/3] lib/names: rename"]
-    cov = body(msgs[0])
-    # the base said in words; no base-commit naming the local import
-    assert "Debian's linux-source-6.1 6.1.192-3, that is upstream v6.1.192" in cov
-    assert "base-commit:" not in cov
-    assert "base: Debian linux-source-6.1 6.1.192-3 (upstream v6.1.192)" in cov
-    assert "lib/counter.c | 4 ++--" in cov            # b4's diffstat
-    assert "Already in the base (not carried)" in cov
-    assert '- "Compiler Attributes: add __flatten": upstream in v5.12.' in cov
-    assert f"PASS: for-next at {head[:12]} (tree {tree[:12]}, config c0ffee)" in cov
-    assert "\nbuild: pass (51 s), bzImage\n" not in cov    # not taken for a trailer
-    assert "  build: pass (51 s), bzImage" in cov
-    assert "1 suites, 1/1 cases passed" in cov
-    assert f"The patches follow; they are for-next at {head[:12]}." in cov
-    for m in msgs:
-        # integration has no recipients of its own: every topic's
-        assert "A Maintainer <a@example.org>" in m["To"]
-        assert m["From"] == "Test Porter <porter@example.org>"
-    assert all(m["In-Reply-To"] == msgs[0]["Message-Id"] for m in msgs[1:])
-    st = (generated.root / "mail/integration.yaml").read_text()
-    assert "\nrevision: 1\n" in st
-    cid = st.split("change-id: ")[1].split()[0]
-    assert f"change-id: {cid}" in cov
-    assert generated.refs()["refs/ktopic/mail/integration/v1"] == head
-    # the enrolled branch stays; the sparse worktree is gone
-    assert "refs/heads/b4/integration" in generated.refs()
-    assert not (generated.workdir / "mail-worktrees/integration").exists()
+    return msg.get_payload(decode=True).decode().replace("\r\n", "\n")
 
 
 def _edit_manifest(project, old: str, new: str) -> None:
@@ -110,6 +61,7 @@ def test_reroll_in_a_fresh_clone_range_diff(generated, ktopic, tmp_path):
     _commit_project(root, "v1")
     r = ktopic(*generated.args("mail", "counters"))
     assert r.status == 0, r
+    assert f"messages written to {root / 'out/mail/topic/counters/v1'}" in r.out
     v1 = messages(root / "out/mail/topic/counters/v1")
     assert [m["Subject"] for m in v1] == [
         "[PATCH 0/2] a test series (counters)", "[PATCH 1/2] lib/counter: return more",
@@ -213,7 +165,23 @@ def test_get_maintainer_from_the_branch_tree(tmp_path):
 # --- a real SMTP round trip on 127.0.0.1 ---------------------------------------
 
 def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
+    """The integration branch, sent for real to an SMTP server on 127.0.0.1:
+    numbering, cover letter, recipients, and git am of what arrived gives
+    the branch's tree."""
     from aiosmtpd.controller import Controller
+
+    head = generated.refs()["refs/heads/for-next"]
+    tree = generated.git("rev-parse", "for-next^{tree}").strip()
+    rep = {"base_version": "6.1.192", "branches": [{
+        "branch": "for-next", "topic": "integration", "head": head, "tree": tree,
+        "config_hash": "c0ffee", "stages": [
+            {"stage": "build", "status": "pass", "seconds": 51.0, "summary": "bzImage", "log": ""},
+            {"stage": "boot", "status": "pass", "seconds": 2.0, "summary": "", "log": ""}],
+        "suites": [{"name": "counters", "status": "pass",
+                    "cases": [{"name": "a", "status": "pass", "log": []}]}],
+        "findings": [], "repro": {}, "same_as": ""}]}
+    (generated.root / "out").mkdir()
+    (generated.root / "out/report.json").write_text(json.dumps(rep))
 
     class Sink:
         def __init__(self):
@@ -231,30 +199,58 @@ def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
     ctl.start()
     try:
         quiet_git.write_text(f"[sendemail]\n\tsmtpserver = 127.0.0.1\n\tsmtpserverport = {port}\n")
-        r = ktopic(*generated.args("mail", "counters", "--send"))
+        r = ktopic(*generated.args("mail", "integration", "--send"))
     finally:
         ctl.stop()
     assert r.status == 0, r
-    assert len(sink.got) == 3
-    assert all(frm == "porter@example.org" for frm, _, _ in sink.got)
+    assert "sent 4 messages" in r.out
+    assert [frm for frm, _, _ in sink.got] == ["porter@example.org"] * 4
+    # integration has no recipients of its own: every topic's
     assert all("a@example.org" in rcpt for _, rcpt, _ in sink.got)
+    msgs = [email.message_from_bytes(c) for _, _, c in sink.got]
+    msgs.sort(key=lambda m: m["Subject"])
+    assert [m["Subject"] for m in msgs] == [
+        "[PATCH 0/3] a test series", "[PATCH 1/3] lib/counter: return more",
+        "[PATCH 2/3] lib/counter: return even more", "[PATCH 3/3] lib/names: rename"]
+    for m in msgs:
+        assert "A Maintainer <a@example.org>" in m["To"]
+        assert m["From"] == "Test Porter <porter@example.org>"
+    assert all(m["In-Reply-To"] == msgs[0]["Message-Id"] for m in msgs[1:])
+    cov = body(msgs[0])
+    # the base said in words; no base-commit naming the local import
+    assert "Debian's linux-source-6.1 6.1.192-3, that is upstream v6.1.192" in cov
+    assert "base-commit:" not in cov
+    assert "base: Debian linux-source-6.1 6.1.192-3 (upstream v6.1.192)" in cov
+    assert " lib/counter.c | 4 ++--\n lib/names.c   | 2 +-\n" in cov      # b4's diffstat
+    assert "Already in the base (not carried)" in cov
+    assert '- "Compiler Attributes: add __flatten": upstream in v5.12.' in cov
+    assert f"PASS: for-next at {head[:12]} (tree {tree[:12]}, config c0ffee)" in cov
+    assert "  build: pass (51 s), bzImage" in cov         # not taken for a trailer
+    assert "1 suites, 1/1 cases passed" in cov
+    assert f"The patches follow; they are for-next at {head[:12]}." in cov
+    st = (generated.root / "mail/integration.yaml").read_text()
+    cid = st.split("change-id: ")[1].split()[0]
+    assert f"change-id: {cid}" in cov
+    assert "sent:" in st and f"message-id: {msgs[0]['Message-Id']}\n" in st
+    assert generated.refs()["refs/ktopic/mail/integration/v1"] == head
+    # the enrolled branch stays; the sparse worktree is gone
+    assert "refs/heads/b4/integration" in generated.refs()
+    assert not (generated.workdir / "mail-worktrees/integration").exists()
+    # git am on the base gives exactly the branch's tree
     mbox = tmp_path / "sent.mbox"
     with open(mbox, "wb") as f:
-        for _, _, content in sink.got[1:]:
-            f.write(b"From mailer@example.org Thu Dec  3 00:00:00 2026\n" + content + b"\n")
-    # git am on the base gives exactly the branch's tree
+        for m in msgs[1:]:
+            f.write(b"From mailer@example.org Thu Dec  3 00:00:00 2026\n" + m.as_bytes() + b"\n")
     wt = tmp_path / "am"
     generated.git("worktree", "add", "-q", "--detach", str(wt), "refs/heads/base")
     env = dict(os.environ, GIT_COMMITTER_NAME="T", GIT_COMMITTER_EMAIL="t@e.org")
     subprocess.run(["git", "-C", str(wt), "am", "-q", str(mbox)], check=True, env=env)
     am_tree = subprocess.run(["git", "-C", str(wt), "rev-parse", "HEAD^{tree}"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    assert am_tree == generated.git("rev-parse", "topic/counters^{tree}").strip()
-    st = (generated.root / "mail/counters.yaml").read_text()
-    assert "sent:" in st and "message-id:" in st
+    assert am_tree == tree
     # a sent revision is not sent again
-    r = ktopic(*generated.args("mail", "counters", "--send"))
-    assert r.status == 2 and "was sent on" in r.err and "--reroll" in r.err
+    r = ktopic(*generated.args("mail", "integration", "--send"))
+    assert r.status == 2 and "was sent on" in r.err and "--reroll" in r.err, r
 
 
 # --- bad input: one line, exit 2, nothing written or sent ---------------------------

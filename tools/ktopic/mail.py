@@ -499,6 +499,7 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
             shutil.rmtree(outdir)
         tmp_out.replace(outdir)
         files = sorted(outdir.glob("*.eml"))
+    msgid = f"<{msgid.strip().strip('<>')}>" if msgid.strip() else ""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     st = p.state
     st.revisions[p.revision] = revisions.Revision(
