@@ -53,6 +53,8 @@ def run(args) -> int:
         else:
             report = rb.start(args.tarball or m.base.tarball, args.kversion, args.debian_version)
     show(report)
+    for note in report.notes:
+        print(f"ktopic: {note}", file=sys.stderr)
     for c in report.conflicts:
         for line in conflict_help(c):
             print(line)

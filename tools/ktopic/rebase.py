@@ -68,6 +68,7 @@ class Report:
     new: str = ""
     seconds: float = 0.0
     moved: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 class Conflict(Exception):
@@ -115,6 +116,7 @@ class Rebase:
         self.dir = _state_dir(wd)
         self.state: dict = {}
         self._gen: Generator | None = None
+        self._parsed: dict[tuple, PatchFile] = {}
 
     # --- starting ------------------------------------------------------------
 
@@ -214,7 +216,6 @@ class Rebase:
         st = self.state
         report.old, report.new = st["old"]["debian_version"], st["new"]["debian_version"]
         new_base = st["new"]["commit"]
-        stopped: set[str] = {n for n, t in st["topics"].items() if t["state"] in ("conflict",)}
         for name in self.m.order:
             t = st["topics"][name]
             if t["state"] in ("done", "committed", "conflict"):
@@ -223,7 +224,6 @@ class Rebase:
                        if st["topics"][d]["state"] not in ("done", "committed")]
             if waiting:
                 t["state"], t["error"] = "waiting", f"depends on {', '.join(waiting)}"
-                stopped.add(name)
                 continue
             try:
                 proofs.verify(self.m, self.git, new_base, [name])
@@ -273,7 +273,11 @@ class Rebase:
             f = e if isinstance(e, str) else e["file"]
             path = self.dir / "patches" / name / f if f in t.get("rewritten", {}) \
                 else self.m.root / "patches" / name / f
-            out.append(parse(path, f"patches/{name}/{f}"))
+            st = path.stat()
+            key = (str(path), st.st_mtime_ns, st.st_size)
+            if key not in self._parsed:
+                self._parsed[key] = parse(path, f"patches/{name}/{f}")
+            out.append(self._parsed[key])
         return out
 
     def _start(self, name: str) -> str:
@@ -454,6 +458,7 @@ class Rebase:
         self.load()
         st, git = self.state, self.git
         report = Report()
+        resolved_any = False
         for name in self.m.order:
             t = st["topics"][name]
             if t["state"] != "conflict":
@@ -473,8 +478,9 @@ class Rebase:
                         or _run_in(wt, "add", "-f", "--", f).returncode != 0:
                     left.append(f)
             if left:
-                raise Failure(f"topic {name}: {', '.join(left)} still unmerged in {wt}: resolve, "
-                              f"`git add`, then `ktopic rebase --continue`")
+                report.notes.append(f"topic {name}: {', '.join(left)} still unmerged in {wt}: "
+                                    f"resolve, then `ktopic rebase --continue`")
+                continue
             apply_dir = Path(_run_in(wt, "rev-parse", "--git-path", "rebase-apply").stdout.strip())
             if not apply_dir.is_absolute():
                 apply_dir = wt / apply_dir
@@ -502,7 +508,11 @@ class Rebase:
                 t["next"] += 1
             self._remove_worktree(wt)
             t["state"], t["conflict"] = "pending", None
+            t["rows"] = [r for r in t["rows"] if r[1] != CONFLICT]
+            resolved_any = True
             self._save()
+        if report.notes and not resolved_any:
+            raise Failure("; ".join(report.notes))
         for t in st["topics"].values():
             if t["state"] in ("waiting", "failed"):
                 t["state"] = "pending"
