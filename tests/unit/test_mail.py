@@ -124,6 +124,20 @@ def test_range_diff_unavailable_is_said(generated, tmp_path):
     assert str(e.value).startswith("mail/counters.yaml: unreadable revision state")
 
 
+def test_targets(generated):
+    """A dependent topic is mailed as its own patches on top of its
+    dependencies; integration without recipients takes every topic's."""
+    from ktopic import mail, manifest
+    m = manifest.load(generated.manifest)
+    t = mail.target(m, "names")
+    assert (t.subject, t.topics, t.depends, t.to) == (
+        "a test series (names)", ["names"], ["topic/counters"], [])
+    i = mail.target(m, "integration")
+    assert (i.subject, i.topics, i.to) == (
+        "a test series", ["compiler", "counters", "names"], ["A Maintainer <a@example.org>"])
+    assert [c.subject for c in i.carried] == ["Compiler Attributes: add __flatten"]
+
+
 def test_get_maintainer_from_the_branch_tree(tmp_path):
     """get_maintainer.pl is taken from the branch and run on the series."""
     from ktopic import mail
@@ -227,7 +241,7 @@ def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
     assert f"PASS: for-next at {head[:12]} (tree {tree[:12]}, config c0ffee)" in cov
     assert "  build: pass (51 s), bzImage" in cov         # not taken for a trailer
     assert "1 suites, 1/1 cases passed" in cov
-    assert f"The patches follow; they are for-next at {head[:12]}." in cov
+    assert cov.split("\n---\n")[0].endswith(f"\n\nThis series is for-next at {head[:12]}.\n"), cov
     st = (generated.root / "mail/integration.yaml").read_text()
     cid = st.split("change-id: ")[1].split()[0]
     assert f"change-id: {cid}" in cov

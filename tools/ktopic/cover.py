@@ -126,7 +126,7 @@ def render(m: Manifest, ci: CoverInput) -> str:
     # b4 takes a last paragraph of "Word: value" lines for trailers and
     # rewrites it (range-diff lines "10:  abc = 10:  def" look like one):
     # end with a sentence.
-    lines += ["", f"The patches follow; they are {ci.branch} at {ci.head[:12]}."]
+    lines += ["", f"This series is {ci.branch} at {ci.head[:12]}."]
     # b4 strips lines starting with '#' from the cover letter.
     return "\n".join(" " + ln if ln.startswith("#") else ln.rstrip()
                      for ln in lines).rstrip() + "\n"

@@ -491,6 +491,10 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
                 log += wt.run(args + ["-o", str(tmp_out)], env)
                 msgid = _message_id(sorted(tmp_out.glob("*.eml")))
             times["b4 send"] = time.monotonic() - t1
+        except BaseException:
+            if tmp_out is not None:
+                shutil.rmtree(tmp_out, ignore_errors=True)
+            raise
         finally:
             wt.remove()
     files: list[Path] = []
