@@ -95,30 +95,38 @@ NAME7 = 'const char *name_7 = "n7";\n'
 NAME9 = 'const char *name_9 = "n9";\n'
 
 
-@pytest.mark.parametrize("case,edits,hows", [
+@pytest.mark.parametrize("case,edits,hows,p2", [
     # counters' first patch exactly; names' patch with other context (a line
     # two below it changed too): the three-way merge leaves the tree as it is
     ("exact+context",
      [("lib/counter.c", "return 3;", "return 33;"),
       ("lib/names.c", NAME7, NAME7.replace('"n7"', '"seven"')),
       ("lib/names.c", NAME9, NAME9.replace('"n9"', '"nine"'))],
-     {"counters": "patch-id", "names": "three-way"}),
+     {"counters": "patch-id", "names": "three-way"}, "applied"),
     # counters' first patch with other whitespace and a change further down
-    # the file (the patch-id differs, it reverse-applies); names' patch with
-    # other whitespace only (patch-id ignores whitespace)
+    # the file (the patch-id differs, it reverse-applies); that change is in
+    # the context of the second patch, which then needs a three-way merge;
+    # names' patch with other whitespace only (patch-id ignores whitespace)
     ("whitespace+elsewhere",
      [("lib/counter.c", "{ return 3; }\n", "{  return   33; }\n"),
-      ("lib/counter.c", "return 39;", "return 3900;"),
+      ("lib/counter.c", "return 32;", "return 3200;"),
       ("lib/names.c", NAME7, 'const char *name_7  =  "seven";\n')],
-     {"counters": "reverse-applies", "names": "patch-id"}),
+     {"counters": "reverse-applies", "names": "patch-id"}, "3-way"),
 ])
-def test_patches_already_upstream(generated, ktopic, tmp_path, case, edits, hows):
+def test_patches_already_upstream(generated, ktopic, tmp_path, case, edits, hows, p2):
     import yaml
+    old_p2 = (generated.root / "patches/counters" / P2).read_text()
     tb = newer(tmp_path, case, edits)
     r = rebase(ktopic, generated, tb)
     assert r.status == 0, r
     assert outcomes(r.out) == {("compiler", "-"): "done", ("counters", P1): "upstream",
-                               ("counters", P2): "applied", ("names", P3): "upstream"}
+                               ("counters", P2): p2, ("names", P3): "upstream"}
+    new_p2 = (generated.root / "patches/counters" / P2).read_text()
+    if p2 == "3-way":       # rewritten for the new base: its context is the new one
+        assert " int counter_32(void) { return 3200; }" in new_p2
+        assert "+int counter_30(void) { return 300; }" in new_p2
+    else:
+        assert new_p2 == old_p2
     assert not (generated.root / "patches/counters" / P1).exists()
     assert not (generated.root / "patches/names" / P3).exists()
     text = generated.manifest.read_text()

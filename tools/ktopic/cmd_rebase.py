@@ -30,8 +30,8 @@ def register(sub) -> None:
                    help="go on after resolving a conflict (and `git add`)")
     g.add_argument("--abort", action="store_true",
                    help="put manifest, patches and refs back as they were before the rebase")
-    p.add_argument("--version", dest="kversion", help="kernel version of the new tree (X.Y.Z)")
-    p.add_argument("--debian-version",
+    p.add_argument("--version", dest="kversion", metavar="X.Y.Z", help="kernel version of the new tree (X.Y.Z)")
+    p.add_argument("--debian-version", metavar="X.Y.Z-N",
                    help="package version of the new tree (X.Y.Z-N; default: from dpkg)")
     p.set_defaults(func=run)
 
