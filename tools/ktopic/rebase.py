@@ -26,6 +26,7 @@ back (manifest, patches, refs, caches, worktrees).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -36,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import importbase, manifest as manifest_mod, manifest_edit, proofs, upstream_detect
+from . import importbase, manifest_edit, proofs, upstream_detect
 from .errors import Failure, KtopicError
 from .generate import MADE, Generator
 from .gitutil import ZERO, Git
@@ -288,7 +289,7 @@ class Rebase:
 
     def _topic(self, name: str, t: dict) -> None:
         """Stack the topic's patches from t['next'] on; raise Conflict."""
-        git, st = self.git, self.state
+        st = self.state
         old, new = st["old"]["commit"], st["new"]["commit"]
         patches = self._final_patches(name)
         head = t.get("head") or self._start(name)
@@ -320,7 +321,7 @@ class Rebase:
     def _one(self, name, t, p: PatchFile, head, old, new, ensure_index, env):
         """One patch: returns (outcome, new head, index holds new head)."""
         git, file = self.git, p.path.name
-        stacker, cache = self.gen.stacker, self.gen.cache
+        cache = self.gen.cache
         pid = None
         if self._changed(old, new) & set(upstream_detect._paths(p)):
             pid = upstream_detect.same_as_base_diff(git, p, old, new)
@@ -568,7 +569,7 @@ class Rebase:
             tmp = m.path.with_name(f".branches.rebase-{os.getpid()}.yaml")
             tmp.write_text(snapshot_text)
             try:
-                mt = manifest_mod.load(tmp, m.root)
+                mt = dataclasses.replace(m, path=tmp)      # the same text: no second load
                 if not st["base_committed"]:
                     mt = manifest_edit.set_base(mt, tarball=st["new"]["tarball"],
                                                 version=st["new"]["version"],
@@ -581,6 +582,7 @@ class Rebase:
                         mt = manifest_edit.add_upstream(mt, n, e)
                 proofs.verify(mt, git, st["new"]["commit"], done)
                 os.replace(tmp, m.path)
+                new_m = dataclasses.replace(mt, path=m.path)
             finally:
                 tmp.unlink(missing_ok=True)
             if updates:
@@ -599,7 +601,7 @@ class Rebase:
         st["base_committed"] = True
         if integration:
             st["integration"] = "committed"
-        self.m = manifest_mod.load(m.path, m.root)
+        self.m = new_m
         if self._gen:
             self._gen.m = self.m
         self._save()
