@@ -9,7 +9,8 @@ start being the base or the rebased dependency) and for the integration
 branch, in an existing checkout of the old base (the checkout itself is
 not counted).  ktopic is measured with every patch applied again (empty
 stack cache), with the new base's index cached (as the loop keeps its
-checkout) and without.  Target: at least 5x faster than the loop.
+checkout) and without.  The series is the one committed (HEAD).  Target:
+at least 5x faster than the loop.
 """
 
 from __future__ import annotations
@@ -54,19 +55,30 @@ def _new_base(gd: Path, tmp: Path, dummy: Path) -> str:
     return commit
 
 
+def _project(proj: Path) -> None:
+    """The manifest, patches and qemu/ as committed (HEAD): a consistent
+    series even while someone edits the checkout."""
+    proj.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "HEAD", "branches.yaml", "patches",
+                              "qemu"], capture_output=True)
+    if archive.returncode == 0:
+        subprocess.run(["tar", "-x", "-C", str(proj)], input=archive.stdout, check=True)
+        return
+    shutil.copy(REPO / "branches.yaml", proj / "branches.yaml")
+    shutil.copytree(REPO / "patches", proj / "patches")
+    if (REPO / "qemu").exists():
+        shutil.copytree(REPO / "qemu", proj / "qemu")
+
+
 def run(repeat: int) -> bool:
-    m = manifest.load(REPO / "branches.yaml")
     main_wd = Workdir()
-    subprocess.run([*KTOPIC, "-w", str(main_wd.root), "import-base"], check=True,
-                   stdout=subprocess.DEVNULL)
     with tempfile.TemporaryDirectory(prefix="ktopic-bench-rebase-") as tmp:
         tmp = Path(tmp)
         proj = tmp / "proj"
-        proj.mkdir()
-        shutil.copy(REPO / "branches.yaml", proj / "branches.yaml")
-        shutil.copytree(REPO / "patches", proj / "patches")
-        if (REPO / "qemu").exists():
-            shutil.copytree(REPO / "qemu", proj / "qemu")
+        _project(proj)
+        m = manifest.load(proj / "branches.yaml")
+        subprocess.run([*KTOPIC, "-m", str(proj / "branches.yaml"), "-w", str(main_wd.root),
+                        "import-base"], check=True, stdout=subprocess.DEVNULL)
         wd = tmp / "work"
         wd.mkdir()
         gd = wd / "linux.git"
