@@ -32,7 +32,7 @@ from pathlib import Path
 from . import checkpatch as cp
 from . import hygiene as hy
 from . import results as R
-from .errors import Failure, KtopicError
+from .errors import KtopicError
 
 INTEGRATION = "integration"
 
