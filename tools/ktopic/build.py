@@ -204,7 +204,7 @@ class _Progress:
         if self.callback:
             self.callback(self.count, m.group(2))
         if self.progress:
-            self.progress.update(self.task, advance=1, description=m.group(2)[-50:])
+            self.progress.update(self.task, advance=1, description=m.group(2)[-28:])
 
     def stop(self) -> None:
         if self.progress:
