@@ -105,6 +105,20 @@ def test_worktree_recreated_when_removed(repo, tmp_path):
     assert (wt.path / "lib/a.c").exists()
 
 
+def test_worktree_of_a_recreated_repository(repo, tmp_path):
+    import shutil
+    wt = build.Worktree(repo, tmp_path / "src")
+    base = git("--git-dir", str(repo), "rev-parse", "base")
+    wt.checkout(base)
+    copy = tmp_path / "copy.git"
+    shutil.copytree(repo, copy)
+    shutil.rmtree(repo)
+    shutil.copytree(copy, repo)
+    shutil.rmtree(repo / "worktrees")          # the new repository knows no worktree
+    wt.checkout(base)
+    assert (wt.path / "lib/a.c").read_text() == "int a;\n"
+
+
 def test_kernel_modules_from_modules_order(tmp_path):
     out = tmp_path
     (out / "kernel/locking").mkdir(parents=True)

@@ -74,6 +74,12 @@ class Worktree:
 
     def checkout(self, commit: str) -> None:
         """Make the worktree hold exactly `commit` (only differing files are written)."""
+        if (self.path / ".git").exists():
+            try:
+                self._wt("rev-parse", "HEAD")
+            except Failure:
+                # The repository was re-created: the old worktree is not one of its own.
+                shutil.rmtree(self.path)
         if not (self.path / ".git").exists():
             if self.path.exists():
                 shutil.rmtree(self.path)
