@@ -108,6 +108,7 @@ def test_rebase_onto_a_newer_real_tree(real_workdir, tmp_path):
     assert "patch-id" in entry["evidence"]
     check = entry["checks"][0]
     assert re.search(check["contains"], git(gd, "show", f"base:{check['file']}"), re.M)
-    assert not re.search(check["contains"], git(gd, "show", f"{base}:{check['file']}"), re.M)
+    if git(gd, "ls-tree", base, "--", check["file"]).strip():      # else a file the patch adds
+        assert not re.search(check["contains"], git(gd, "show", f"{base}:{check['file']}"), re.M)
     g = ktopic("generate")
     assert g.returncode == 0 and "0 patches applied" in g.stdout, g.stdout + g.stderr
