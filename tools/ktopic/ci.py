@@ -486,6 +486,9 @@ class Runner:
             if (p / name).is_file():
                 shutil.copyfile(p / name, d / name)
         br.branch, br.topic, br.head = t.branch, t.topic, t.commit
+        # The result is the tree's; the head may be another commit with that tree.
+        br.stages = [R.StageResult("generate", PASS, 0.0, f"head {t.commit[:12]}")] + \
+            [s for s in br.stages if s.stage != "generate"]
         for s in br.stages:
             if s.stage != "generate" and s.status == PASS:
                 s.status = CACHED
