@@ -288,3 +288,18 @@ def test_hand_made_commit_refused(generated, ktopic, tmp_path):
     r = rebase(ktopic, generated, tb)
     assert r.status == 1 and "topic/names" in r.err and "ktopic export" in r.err
     assert snapshot(generated) == before
+
+
+def test_a_proof_the_new_base_no_longer_backs(generated, ktopic, tmp_path):
+    """The manifest's upstream checks run against the new base: a claim it
+    does not back fails that topic; the others are rebased."""
+    tb = newer(tmp_path, "reverted", [("include/linux/compiler_attributes.h", "# define __flatten",
+                                       "# define __unflatten")])
+    r = rebase(ktopic, generated, tb)
+    assert r.status == 1, r
+    got = outcomes(r.out)
+    assert got[("compiler", "-")] == "failed"
+    assert "__flatten" in r.out and "is not true" in r.out
+    assert got[("counters", P1)] == got[("counters", P2)] == "applied"
+    assert generated.refs()["refs/heads/topic/compiler"] != generated.refs()["refs/heads/base"]
+    assert ktopic(*generated.args("rebase", "--abort")).status == 0
