@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_patch, TREE
 
 pytestmark = pytest.mark.skipif(shutil.which("b4") is None, reason="b4 is not installed")
 

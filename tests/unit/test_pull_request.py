@@ -3,7 +3,6 @@ git request-pull text, on the synthetic project; bad input."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -57,7 +56,7 @@ def test_signed_tag_and_request_pull(generated, ktopic, tmp_path, gitconfig, mon
             text=True, check=True).stdout.splitlines() if ln.startswith("fpr:")][0]
         gitconfig.write_text(f"[user]\n\tsigningkey = {fpr}\n")
         head = mailed(generated)
-        pub = public_repo(tmp_path, gitconfig)
+        public_repo(tmp_path, gitconfig)
         (generated.root / "out").mkdir()
         r = ktopic(*generated.args("pull-request", "counters"))
         assert r.status == 0, r

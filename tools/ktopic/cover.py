@@ -89,7 +89,7 @@ def carried_lines(items: list[Carried]) -> list[str]:
         for c in group:
             where = {"upstream": "upstream in ", "superseded": "replaced by ",
                      "dropped": "why: "}[kind] + c.where
-            out += wrap(f'"{c.subject}": {where}.', indent="  ", first="- ")
+            out += wrap(f'"{c.subject}": {where.rstrip(".")}.', indent="  ", first="- ")
             if c.evidence:
                 out += wrap(f"Evidence: {c.evidence}", indent="  ")
             for chk in c.checks:
@@ -140,7 +140,7 @@ def ci_lines(report_path: Path, branch: str, head: str, tree: str) -> list[str]:
     try:
         rep = R.Report.from_json(report_path.read_text())
     except (ValueError, KeyError, TypeError):
-        return wrap(f"out/report.json could not be read; no CI results quoted.")
+        return wrap("out/report.json could not be read; no CI results quoted.")
     match = [b for b in rep.branches if b.tree == tree and (b.branch == branch or b.head == head)]
     match.sort(key=lambda b: (b.branch != branch, b.head != head))
     if not match:
