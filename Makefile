@@ -5,12 +5,13 @@ PYTHON  := /usr/bin/python3
 KTOPIC  := $(PYTHON) tools/bin/ktopic
 PYTEST  := $(PYTHON) -m pytest -c tests/pytest.ini --rootdir=tests
 
-.PHONY: all main deps import generate status check test test-e2e bench clean
+.PHONY: all main deps import generate ci status check test test-e2e bench clean
 
 all: deps main
 
-# The main job: import the packaged tree, generate every branch, show them.
-main: import generate status
+# The main job: import the packaged tree, generate every branch, show them, build, boot
+# and test each one (out/index.html).
+main: import generate status ci
 
 import:
 	$(KTOPIC) import-base
@@ -21,6 +22,9 @@ generate: import
 status:
 	$(KTOPIC) status
 
+ci: generate
+	$(KTOPIC) ci
+
 deps:
 	@ci/deps
 
@@ -28,11 +32,12 @@ deps:
 check:
 	$(PYTEST) -q -m "not e2e" tests/unit
 
-# Everything: the unit tests, then end-to-end tests on the real packaged tree.
-test: deps
+# Everything: the unit tests, then end-to-end tests on the real packaged tree
+# (they share the work directory the main job uses, so import it first).
+test: deps import
 	$(PYTEST) -q tests
 
-test-e2e: deps
+test-e2e: deps import
 	$(PYTEST) -q -m e2e tests
 
 bench: deps
