@@ -39,6 +39,7 @@ from pathlib import Path
 
 from . import importbase, manifest_edit, proofs, upstream_detect
 from .errors import Failure, KtopicError
+from .fastapply import Applied, FastApply, NotSimple
 from .generate import MADE, Generator
 from .gitutil import ZERO, Git
 from .manifest import Manifest
@@ -118,6 +119,8 @@ class Rebase:
         self.state: dict = {}
         self._gen: Generator | None = None
         self._parsed: dict[tuple, PatchFile] = {}
+        self._trees: dict[str, str] = {}        # commit -> tree
+        self.fast = FastApply(self.git)
 
     # --- starting ------------------------------------------------------------
 
@@ -293,33 +296,51 @@ class Rebase:
         old, new = st["old"]["commit"], st["new"]["commit"]
         patches = self._final_patches(name)
         head = t.get("head") or self._start(name)
-        with tempfile.TemporaryDirectory(prefix="ktopic-rebase-") as tmp:
-            index = os.path.join(tmp, "index")
-            env = {"GIT_INDEX_FILE": index}
-            at = [None]                    # the commit the index holds
-
-            def ensure_index():
-                if at[0] != head:
-                    self.gen.stacker._read_tree(head, index, env)
-                    at[0] = head
-
-            i = t["next"]
-            while i < len(patches):
-                p = patches[i]
-                outcome = self._one(name, t, p, head, old, new, ensure_index, env)
-                if outcome[0] == UPSTREAM:
-                    t["entries"].pop(i)
-                    patches.pop(i)
-                    t["next"] = i
-                    continue
-                head = outcome[1]
-                at[0] = head if outcome[2] else at[0]
-                i += 1
-                t["next"], t["head"] = i, head
+        i = t["next"]
+        while i < len(patches):
+            outcome, head = self._one(name, t, patches[i], head, old, new)
+            if outcome == UPSTREAM:
+                t["entries"].pop(i)
+                patches.pop(i)
+                t["next"] = i
+                continue
+            i += 1
+            t["next"], t["head"] = i, head
         t["head"] = head
 
-    def _one(self, name, t, p: PatchFile, head, old, new, ensure_index, env):
-        """One patch: returns (outcome, new head, index holds new head)."""
+    def _tree(self, commit: str) -> str:
+        if commit not in self._trees:
+            self._trees[commit] = self.git.tree_of(commit)
+        return self._trees[commit]
+
+    def _apply(self, head: str, p: PatchFile, *args: str) -> Applied:
+        """git apply --cached ARGS p on head's tree: only the patch's files
+        in a temporary index (fastapply), or the whole tree when that cannot
+        be done."""
+        try:
+            return self.fast.apply(self._tree(head), p.path, upstream_detect._paths(p), *args)
+        except NotSimple:
+            pass
+        git = self.git
+        with tempfile.TemporaryDirectory(prefix="ktopic-rebase-") as tmp:
+            env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+            self.gen.stacker._read_tree(head, env["GIT_INDEX_FILE"], env)
+            r = git.try_run("apply", "--cached", "--whitespace=nowarn", *args, str(p.path), env=env)
+            if r.returncode != 0 or "--check" in args:
+                unmerged = sorted({ln.split("\t", 1)[1] for ln in
+                                   git.run("ls-files", "-u", env=env).splitlines()})
+                return Applied(r.returncode == 0, None, r.stderr, unmerged)
+            return Applied(True, git.run("write-tree", env=env).strip())
+
+    def _commit_as(self, tree: str, parent: str, p: PatchFile) -> str:
+        commit = self.git.run("commit-tree", tree, "-p", parent, input=p.message,
+                              env=p.ident_env()).strip()
+        self._trees[commit] = tree
+        self.gen.cache.put(parent, p, commit)
+        return commit
+
+    def _one(self, name, t, p: PatchFile, head, old, new) -> tuple[str, str]:
+        """One patch: (outcome, the new head)."""
         git, file = self.git, p.path.name
         cache = self.gen.cache
         pid = None
@@ -328,45 +349,46 @@ class Rebase:
         if pid and self._upstream(name, t, p, f"its patch-id {pid[:12]} equals that of the "
                                   f"{self.state['old']['debian_version']}.."
                                   f"{self.state['new']['debian_version']} diff of its files"):
-            return (UPSTREAM, head, False)
+            return UPSTREAM, head
         hit = cache.get(head, p)
         if hit and cache.exists(hit):
             t["rows"].append([file, APPLIED, "cached"])
-            return (APPLIED, hit, False)
-        ensure_index()
-        r = git.try_run("apply", "--cached", "--whitespace=nowarn", str(p.path), env=env)
-        if r.returncode == 0:
-            tree = git.run("write-tree", env=env).strip()
-            if tree == git.tree_of(head):
-                if self._upstream(name, t, p, "it applies as an empty change on the new base"):
-                    return (UPSTREAM, head, True)
-            commit = git.run("commit-tree", tree, "-p", head, input=p.message,
-                             env=p.ident_env()).strip()
-            cache.put(head, p, commit)
+            return APPLIED, hit
+        a = self._apply(head, p)
+        if a.ok:
+            if a.tree == self._tree(head) and \
+                    self._upstream(name, t, p, "it applies as an empty change on the new base"):
+                return UPSTREAM, head
             t["rows"].append([file, APPLIED, ""])
-            return (APPLIED, commit, True)
-        rev = git.try_run("apply", "--cached", "--check", "--reverse", "--ignore-whitespace",
-                          str(p.path), env=env)
-        if rev.returncode == 0 and self._upstream(
-                name, t, p, "it reverse-applies on the new base (whitespace ignored)"):
-            return (UPSTREAM, head, True)
-        r3 = git.try_run("apply", "--cached", "--3way", "--whitespace=nowarn", str(p.path), env=env)
-        if r3.returncode == 0:
-            tree = git.run("write-tree", env=env).strip()
-            if tree == git.tree_of(head):
+            return APPLIED, self._commit_as(a.tree, head, p)
+        rev = self._apply(head, p, "--check", "--reverse", "--ignore-whitespace")
+        if rev.ok and self._upstream(name, t, p,
+                                     "it reverse-applies on the new base (whitespace ignored)"):
+            return UPSTREAM, head
+        r3 = self._apply(head, p, "--3way")
+        if r3.ok:
+            if r3.tree == self._tree(head):
                 if self._upstream(name, t, p, "a three-way merge onto the new base leaves "
                                   "the tree unchanged"):
-                    return (UPSTREAM, head, True)
+                    return UPSTREAM, head
                 self._conflict(name, t, p, head, [], "the change merges away, but no line it "
                                "adds is on the new base")
                 raise Conflict(name)
-            commit = self._rewrite(name, t, p, head, tree)
+            commit = self._rewrite(name, t, p, head, r3.tree)
             t["rows"].append([file, THREEWAY, "rewritten for the new base"])
-            return (THREEWAY, commit, True)
-        unmerged = sorted({ln.split("\t", 1)[1] for ln in
-                           git.run("ls-files", "-u", env=env).splitlines()})
-        self._conflict(name, t, p, head, unmerged, r3.stderr)
+            return THREEWAY, commit
+        self._conflict(name, t, p, head, r3.unmerged, r3.stderr)
         raise Conflict(name)
+
+    def _stack_one(self, head: str, p: PatchFile) -> str:
+        hit = self.gen.cache.get(head, p)
+        if hit and self.gen.cache.exists(hit):
+            return hit
+        a = self._apply(head, p)
+        if not a.ok:
+            raise Failure(f"integration ({self.m.integration.branch}): {p.display} does not apply "
+                          f"on the topics before it: {a.stderr.strip()}")
+        return self._commit_as(a.tree, head, p)
 
     def _changed(self, old: str, new: str) -> set[str]:
         """Paths that differ between the two bases (one tree diff per run)."""
@@ -534,7 +556,8 @@ class Rebase:
         if all_done:
             integration = st["new"]["commit"]
             for n in m.integration.topics:
-                integration = self.gen.stacker.stack(integration, self._final_patches(n))
+                for p in self._final_patches(n):
+                    integration = self._stack_one(integration, p)
         self.gen.cache.save()
         updates: list[tuple[str, str, str | None]] = []
 
