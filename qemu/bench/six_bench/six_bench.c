@@ -3,7 +3,7 @@
  * SIX lock benchmark (locking topic), side by side with rw_semaphore, mutex
  * and percpu_rw_semaphore in one boot.
  *
- * Uncontended (one task, cost of lock + unlock, best of several rounds,
+ * Uncontended (one task, cost of lock + unlock, best of 15 short rounds,
  * the lock kinds alternating round by round so that host drift hits all):
  *   read:         six read, six read in percpu mode, down_read, percpu_down_read
  *   intent:       six intent, mutex_lock
@@ -125,7 +125,7 @@ static void bench_uncontended(const char *what, enum bench_op op,
 			      const enum bench_lock *locks, unsigned int nr,
 			      u64 *best)
 {
-	const unsigned int n = 20000, rounds = 5;
+	const unsigned int n = 5000, rounds = 15;
 	unsigned int r, i;
 
 	for (i = 0; i < nr; i++) {
