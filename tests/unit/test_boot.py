@@ -155,3 +155,31 @@ def test_kvm_probe_prefers_kvm_when_it_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(qkvm, "run_probe", lambda image, accel, timeout: (True, "ran", 0.1))
     monkeypatch.setattr(qkvm.os, "access", lambda *a: True)
     assert qkvm.probe(tmp_path).accel == "kvm"
+
+
+def test_qemu_dies_with_a_killed_ktopic(tmp_path):
+    """Even SIGKILL of the process running the boot leaves no QEMU behind."""
+    import subprocess as sp
+    script = tmp_path / "fake-qemu"
+    script.write_text(f"#!/bin/sh\necho $$ > {tmp_path}/qpid\necho up\nexec sleep 300\n")
+    script.chmod(0o755)
+    code = (f"import sys; sys.path.insert(0, {str(REPO / 'tools')!r})\n"
+            "from pathlib import Path\nfrom ktopic import boot\n"
+            f"boot.QEMU = {str(script)!r}\n"
+            f"boot.boot(boot.BootRequest(Path('k'), Path('i'), Path({str(tmp_path / 'c.log')!r}),"
+            " timeout=60, silence=60))\n")
+    runner = sp.Popen([sys.executable, "-c", code])
+    qpid_file = tmp_path / "qpid"
+    for _ in range(200):
+        if qpid_file.exists() and qpid_file.read_text().strip():
+            break
+        time.sleep(0.02)
+    qpid = int(qpid_file.read_text())
+    assert alive(qpid)
+    runner.kill()
+    runner.wait()
+    for _ in range(100):
+        if not alive(qpid):
+            break
+        time.sleep(0.02)
+    assert not alive(qpid)

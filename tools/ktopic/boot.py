@@ -103,6 +103,16 @@ class BootResult:
         return self.status == "done"
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when ktopic dies, even by SIGKILL
+    (PR_SET_PDEATHSIG), the one way out no finally block sees."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def qemu_command(req: BootRequest) -> list[str]:
     accel = ["-accel", "kvm", "-cpu", "host"] if req.accel == "kvm" else ["-accel", "tcg"]
     append = " ".join(x for x in (BASE_CMDLINE, req.cmdline) if x)
@@ -143,7 +153,8 @@ def boot(req: BootRequest) -> BootResult:
     with _SignalsToExit(), open(req.console, "wb") as log, open(stderr_path, "wb") as err:
         try:
             p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=err, start_new_session=True)
+                                 stderr=err, start_new_session=True,
+                                 preexec_fn=_die_with_parent)
         except OSError as e:
             return BootResult("error", 0.0, req.console, shlex.join(cmd),
                               message=f"cannot run {QEMU}: {e.strerror}")
