@@ -12,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-BENCHES = ["bench_generate", "bench_rebase"]
+BENCHES = ["bench_generate", "bench_rebase", "bench_check"]
 
 
 def main() -> int:
