@@ -43,6 +43,9 @@ def test_parse_diagnostics():
     assert ds[1].lines == [" 1625 |         int ktopic_unused;",
                            "      |             ^~~~~~~~~~~~~"]
     assert ds[1].message == "unused variable 'ktopic_unused' [-Wunused-variable]"
+    # gcc in a UTF-8 locale quotes typographically: the same message
+    utf = new_warnings.parse("/w/src/a.c:1:2: warning: unused variable \u2018x\u2019\n", SRC, OUT)
+    assert utf[0].message == "unused variable 'x'"
 
 
 def test_new_warnings_ignore_line_numbers_and_count():

@@ -126,8 +126,10 @@ def parse(text: str, src: Path, out: Path) -> list[Diagnostic]:
             continue
         m = _DIAG.match(raw)
         if m:
+            # gcc quotes with U+2018/U+2019 in a UTF-8 locale: compare as ASCII
+            msg = m.group("msg").strip().replace("\u2018", "'").replace("\u2019", "'")
             cur = Diagnostic(rel(m.group("file")), int(m.group("line")), m.group("kind"),
-                             m.group("msg").strip(), tool)
+                             msg, tool)
             diags.append(cur)
             continue
         if cur is not None and re.match(r"^\s*(\d+\s*)?\|", raw) and len(cur.lines) < 6:
