@@ -129,7 +129,7 @@ static void bexp_cleaned_page_redirtied(struct kunit *test)
 	timeout = jiffies + 5 * HZ;
 	while (!(bexp_released(b) && PageDirty(b->pages[2])) &&
 	       time_before(jiffies, timeout))
-		msleep(10);
+		msleep(20);
 
 	KUNIT_EXPECT_TRUE(test, PageDirty(b->pages[2]));
 	KUNIT_EXPECT_TRUE(test, bexp_released(b));
