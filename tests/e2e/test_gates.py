@@ -150,7 +150,7 @@ def test_bisect_names_the_first_commit_that_does_not_build(setup):
     # gcc's quotes are typographic in a UTF-8 locale
     assert err and re.search(r"init/main\.c:\d+:\d+: error: implicit declaration of function "
                              r"[\u2018']ktopic_gates_answer", err[0]), b["first_bad"]["details"]
-    assert "init: call ktopic_gates_answer() does not build" in p.stdout
+    assert "(init: call ktopic_gates_answer()) does not build" in p.stdout
     assert re.search(r"error: implicit declaration of function [\u2018']ktopic_gates_answer",
                      p.stdout)
 
