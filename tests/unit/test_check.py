@@ -355,3 +355,13 @@ def test_subject_prefix_parsing():
     assert hygiene.subject_prefix("no prefix at all") is None
     assert hygiene.sign_offs("x\nSigned-off-by: A <A@X.org>\nSigned-off-by: b@y.org\n") == \
         ["a@x.org", "b@y.org"]
+
+
+def test_codespell_dictionary_without_the_trees_names(tmp_path):
+    (tmp_path / "include/linux").mkdir(parents=True)
+    (tmp_path / "include/linux/fs.h").write_text("extern void iput(struct inode *);\n"
+                                                 "/* the adress of the inode */\n")
+    d = tmp_path / "dictionary.txt"
+    d.write_text("iput->input\nadress->address\n")
+    out = checkpatch.kernel_dictionary(checkpatch.ScriptsTree(tmp_path, "t"), d)
+    assert out.read_text() == "adress->address\n"

@@ -144,8 +144,8 @@ def tool_versions(cache: Path, tree: cp.ScriptsTree, checker: cp.Checker) -> dic
         tmp.replace(path)
     out = {"checkpatch": f"scripts/checkpatch.pl of base tree {tree.tree_id}"}
     out.update(versions)
-    out["codespell"] = (f"{versions.get('codespell')} ({checker.codespell})"
-                        if checker.codespell else "not used (no dictionary)")
+    out["codespell"] = (f"{versions.get('codespell')} ({checker.dictionary}, without the "
+                        "names include/ calls)" if checker.codespell else "not used (no dictionary)")
     return out
 
 

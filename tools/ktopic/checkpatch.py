@@ -38,7 +38,7 @@ from .errors import Failure
 
 # Version of the parsed format and of the way checkpatch is invoked: part of
 # every cache key, so a change here never reuses an old verdict.
-FORMAT = "1"
+FORMAT = "2"
 
 # What checkpatch.pl and get_maintainer.pl read from the tree.
 TREE_FILES = ["scripts/checkpatch.pl", "scripts/spelling.txt",
@@ -234,14 +234,45 @@ def adds_files(patch_text: str) -> bool:
     return re.search(r"^new file mode ", patch_text, re.M) is not None
 
 
+_CALLED = re.compile(rb"\b([a-z_][a-z0-9_]*)\s*\(")
+
+
+def kernel_dictionary(tree: ScriptsTree, dictionary: Path) -> Path:
+    """codespell's dictionary without the words the tree's headers use as
+    function or macro names: codespell takes iput() for a typo of "input"
+    (and would fail every patch that puts an inode).  Written once per
+    tree and dictionary, beside the tree."""
+    digest = _sha256_file(dictionary)[:16]
+    out = tree.path / f".codespell-{digest}.txt"
+    if out.is_file():
+        return out
+    names: set[bytes] = set()
+    for h in (tree.path / "include").rglob("*.h"):
+        try:
+            names.update(_CALLED.findall(h.read_bytes()))
+        except OSError:
+            pass
+    kept = []
+    for line in dictionary.read_bytes().splitlines(keepends=True):
+        word = line.split(b"->", 1)[0].strip().lower()
+        if word not in names:
+            kept.append(line)
+    tmp = out.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(b"".join(kept))
+    tmp.replace(out)
+    return out
+
+
 class Checker:
     """checkpatch.pl and get_maintainer.pl runs with a content cache."""
 
     def __init__(self, tree: ScriptsTree, cache: Path, codespell: bool = True):
         self.tree = tree
         self.cache = Path(cache)
-        self.codespell = codespell_dictionary() if codespell else None
-        self._dict_hash = _sha256_file(self.codespell)[:16] if self.codespell else ""
+        self.dictionary = codespell_dictionary() if codespell else None
+        self._dict_hash = _sha256_file(self.dictionary)[:16] if self.dictionary else ""
+        # What checkpatch reads: the dictionary minus the tree's own names.
+        self.codespell = kernel_dictionary(tree, self.dictionary) if self.dictionary else None
 
     def _load(self, kind: str, key: str):
         try:
