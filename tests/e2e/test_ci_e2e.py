@@ -17,6 +17,9 @@ keep it short) and differ only in how they are booted:
     e2e-kunit     a failing KUnit case, and a suite the manifest expects that
                   does not exist
     e2e-hang      an initcall that never returns: no output, silence
+    e2e-kasan     an out-of-bounds write; with --kasan (only when
+                  KTOPIC_E2E_KASAN=1: a KASAN build of the base is a full
+                  rebuild) KASAN reports it; without, it boots clean
     e2e-orphan    a new .c that no Makefile builds: changed code never compiled
     e2e-badconfig a fragment value that cannot stick
 
@@ -54,6 +57,7 @@ E2E_CODE = r'''
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/refcount.h>
+#include <linux/slab.h>
 
 static char ktopic_e2e_mode[64];
 
@@ -113,6 +117,13 @@ static int __init ktopic_e2e_run(void)
 		preempt_disable();
 		msleep(1);
 		preempt_enable();
+	}
+	if (ktopic_e2e("kasan")) {
+		char *p = kmalloc(8, GFP_KERNEL);
+
+		if (p)
+			((volatile char *)p)[8] = 1;
+		kfree(p);
 	}
 	if (ktopic_e2e("oops"))
 		*(volatile int *)NULL = 1;
@@ -195,6 +206,7 @@ TOPICS = {
     "e2e-many": ("e2e/many", "ktopic_e2e=warn,refcount,list,atomic", ["ktopic_e2e"], None),
     "e2e-kunit": ("e2e/kunit", "ktopic_e2e=kunit", ["ktopic_e2e", "ktopic_e2e_absent"], None),
     "e2e-hang": ("e2e/hang", "ktopic_e2e=hang", [], None),
+    "e2e-kasan": ("e2e/kasan", "ktopic_e2e=kasan", [], None),
     "e2e-orphan": ("e2e/orphan", "", [], None),
     "e2e-badconfig": ("e2e/badconfig", "", [], "CONFIG_KTOPIC_E2E_NO_SUCH_OPTION=y\n"),
 }
@@ -292,7 +304,8 @@ def setup(tmp_path_factory):
 @pytest.fixture(scope="module")
 def run(setup):
     t0 = time.monotonic()
-    p = ktopic(setup["root"], "ci", *TOPICS, "-o", str(setup["out"]),
+    p = ktopic(setup["root"], "ci", *[t for t in TOPICS if t != "e2e-kasan"],
+               "-o", str(setup["out"]),
                "--silence", "10", "--timeout", "120")
     secs = time.monotonic() - t0
     report_path = setup["out"] / "report.json"
@@ -428,3 +441,19 @@ def test_second_run_is_cached(run, setup):
     assert p.returncode == 1
     assert find(by["e2e-warn"], "warning")
     assert secs < 60, secs
+
+
+@pytest.mark.skipif(os.environ.get("KTOPIC_E2E_KASAN") != "1",
+                    reason="KTOPIC_E2E_KASAN=1 runs it (a KASAN build of the base)")
+def test_kasan_variant(setup):
+    out = setup["out"].with_name("out-kasan")
+    p = ktopic(setup["root"], "ci", "e2e-kasan", "--kasan", "-o", str(out),
+               "--silence", "10", "--timeout", "120")
+    report = R.Report.from_json((out / "report.json").read_text())
+    by = {b.topic: b for b in report.branches}
+    assert by["base"].ok, [(f.kind, f.message) for f in by["base"].findings]
+    f = find(by["e2e-kasan"], "kasan")
+    assert f.message.startswith("BUG: KASAN: slab-out-of-bounds in ktopic_e2e_run"), f.message
+    assert p.returncode == 1
+    assert "kasan.config" in (out / "e2e_kasan" / "build.log").read_text() or \
+        "CONFIG_KASAN=y" in (out / "e2e_kasan" / "config").read_text()

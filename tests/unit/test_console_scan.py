@@ -27,7 +27,8 @@ EXPECTED = {
     "real-many.log": ["warning", "refcount", "list_corruption", "bug", "warning"],
     "real-kunit-fail.log": [],        # a failed case is ktap's, not the scan's
     "real-clean-module-program.log": [],
-    "real-hang.log": [],              # the hang itself is silence: boot.py's job
+    "real-hang.log": [],
+    "real-kasan.log": ["kasan"],              # the hang itself is silence: boot.py's job
     "synth-kasan-ubsan.log": ["kasan", "ubsan"],
     "synth-lockups-stalls.log": ["lockup", "rcu_stall", "hung_task", "lockup"],
     "synth-reboot-odebug.log": ["debug_objects", "list_corruption", "reboot", "smp"],
@@ -73,6 +74,13 @@ def test_real_reports_quote_the_right_lines():
     assert refcount.message.startswith("refcount_t: decrement hit 0; leaking memory. / WARNING:")
     panic = scan("real-oops.log")[-1]
     assert "Attempted to kill init" in panic.message
+
+
+def test_real_kasan_report_is_quoted_to_its_closing_rule():
+    f = scan("real-kasan.log")[0]
+    assert f.message.startswith("BUG: KASAN: slab-out-of-bounds in ktopic_e2e_run")
+    assert f.lines[1].startswith("Write of size 1 at addr")
+    assert set(f.lines[-1]) == {"="}
 
 
 def test_whole_log_is_scanned():

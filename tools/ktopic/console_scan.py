@@ -67,12 +67,14 @@ RULES: list[tuple[str, re.Pattern]] = [(k, re.compile(p)) for k, p in [
              r"\S+ killed by signal|mount \S+ on \S+ failed|power off failed)"),
 ]]
 _CUT_HERE = re.compile(r"-+\[ cut here \]-+")
-_END = re.compile(r"---\[ end (?:trace|Kernel panic)")
+# The end of a report: a trace's end line, or the "=====" rule that closes
+# a KASAN/UBSAN report (the opening rule is above the title, not quoted).
+_END = re.compile(r"---\[ end (?:trace|Kernel panic)|^={40,}\s*$")
 _BANNER = re.compile(r"Linux version \d+\.\d+")
 _SMP = re.compile(r"smp: Brought up \d+ nodes?, (\d+) CPUs?")
 # Generic kinds a "cut here" block gets when nothing more specific is inside.
 _GENERIC = ("warning", "bug")
-MAX_QUOTE = 40
+MAX_QUOTE = 60
 
 
 @dataclass
