@@ -56,12 +56,16 @@ def _key() -> str:
         kvm = f"{st.st_rdev}:{st.st_mode:o}"
     except OSError:
         kvm = "absent"
-    return f"{platform.release()}|{_qemu_version()}|{kvm}"
+    return f"probe2|{platform.release()}|{_qemu_version()}|{kvm}"
 
 
 def run_probe(image: Path, accel: str, timeout: float) -> tuple[bool, str, float]:
     """Boot the probe sector once; (worked, why, seconds)."""
-    cmd = [QEMU, "-accel", accel, "-nodefaults", "-display", "none", "-m", "32",
+    # Under KVM the probe asks for what a test boot asks for (q35, the host
+    # CPU model, two vCPUs): here a bare probe ran under KVM while a real
+    # boot aborted setting IA32_ARCH_CAPABILITIES for -cpu host.
+    machine = ["-machine", "q35", "-cpu", "host", "-smp", "2"] if accel == "kvm" else []
+    cmd = [QEMU, *machine, "-accel", accel, "-nodefaults", "-display", "none", "-m", "32",
            "-no-reboot", "-serial", "stdio", "-monitor", "none",
            "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
            "-drive", f"file={image},format=raw,if=ide,snapshot=on"]
