@@ -52,7 +52,7 @@ CI_STAGES = ("generate", "build", "boot", "test")
 TEST_KINDS = {"missing_suite", "failed_case"}
 # Version of the result format and of the rules that produce it: part of the cache key.
 RESULT_VERSION = "1"
-TOOL_FILES = ("build.py", "boot.py", "ci.py", "console_scan.py", "initramfs.py",
+TOOL_FILES = ("build.py", "boot.py", "ci.py", "console_scan.py", "initramfs.py", "qkvm.py",
               "kconfig.py", "ktap.py", "results.py")
 
 
