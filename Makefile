@@ -5,14 +5,14 @@ PYTHON  := /usr/bin/python3
 KTOPIC  := $(PYTHON) tools/bin/ktopic
 PYTEST  := $(PYTHON) -m pytest -c tests/pytest.ini --rootdir=tests
 
-.PHONY: all main deps import generate status check-patches ci check test test-e2e bench clean
+.PHONY: all main deps import generate status ci check test test-e2e bench clean
 
 all: deps main
 
 # The main job: import the packaged tree, generate every branch, show them,
-# gate every patch (checkpatch, sign-offs, recipients), then build, boot and
-# test each branch (out/index.html).
-main: import generate status check-patches ci
+# then per branch: gate every patch (checkpatch, sign-offs, recipients),
+# build, boot and test (out/index.html).
+main: import generate status ci
 
 import:
 	$(KTOPIC) import-base
@@ -22,9 +22,6 @@ generate: import
 
 status:
 	$(KTOPIC) status
-
-check-patches: generate
-	$(KTOPIC) check
 
 ci: generate
 	$(KTOPIC) ci

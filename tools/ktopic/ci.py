@@ -47,7 +47,7 @@ from .results import CACHED, FAIL, PASS, SKIP
 
 BASE = "base"
 INTEGRATION = "integration"
-CI_STAGES = ("generate", "build", "boot", "test")
+CI_STAGES = ("generate", "check", "build", "boot", "test")
 # Findings that make the boot stage fail (the rest belong to the test stage).
 TEST_KINDS = {"missing_suite", "failed_case"}
 # Version of the result format and of the rules that produce it: part of the cache key.
@@ -68,6 +68,7 @@ class Options:
     base_cache: bool = True          # the base's result may come from the cache
     jobs: int = 0
     progress: bool = True
+    check: bool = False              # run the patch gates (ktopic check) as a stage
 
 
 @dataclass
@@ -234,6 +235,21 @@ class Runner:
 
     # --- the stages
     def run(self, t: Target) -> R.BranchResult:
+        br = self._run(t)
+        if not self.opts.check or t.topic == BASE or br.stage("generate").status != PASS:
+            return br
+        # The gates have their own cache (by patch content), so they run on
+        # every pass, after generate, whether or not the rest was cached.
+        from . import check
+        st, details = check.check_branch(self.m, self.wd, t.topic, self.out_dir)
+        self.note(t, "check", st.status, st.summary)
+        br = R.branch_from_dict(dataclasses.asdict(br))
+        br.stages.insert(1, st)
+        if st.status == FAIL:
+            br.findings += details["findings"]
+        return br
+
+    def _run(self, t: Target) -> R.BranchResult:
         br = R.BranchResult(branch=t.branch, topic=t.topic)
         t0 = time.monotonic()
         if not self.resolve(t):
@@ -516,7 +532,8 @@ def options_from_args(args) -> Options:
     no_cache = getattr(args, "no_cache", False)
     return Options(smp=args.smp, memory=args.memory, accel=args.accel, timeout=args.timeout,
                    silence=args.silence, kasan=args.kasan, use_cache=not no_cache,
-                   base_cache=not no_cache, jobs=args.jobs)
+                   base_cache=not no_cache, jobs=args.jobs,
+                   check=not getattr(args, "no_check", True))
 
 
 def add_common(p, boot_opts: bool = True) -> None:
@@ -575,6 +592,8 @@ def register(sub) -> None:
     p.add_argument("branches", nargs="*", metavar="BRANCH",
                    help="topic or branch names (default: every topic and the integration branch)")
     p.add_argument("--no-cache", action="store_true", help="ignore cached results")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the patch gates (ktopic check) stage")
     p.add_argument("-o", "--out", type=Path, default=None,
                    help="output directory (default: out/ beside the manifest)")
     add_common(p)
