@@ -72,6 +72,26 @@ class Git:
         out = self.run("for-each-ref", "--format=%(refname) %(objectname)", prefix)
         return dict(line.split(" ", 1) for line in out.splitlines())
 
+    def read_files(self, commit: str, paths: list[str]) -> dict[str, str | None]:
+        """The text of each path in commit (None where missing), in one git call."""
+        if not paths:
+            return {}
+        out = self.run("cat-file", "--batch", binary=True,
+                       input="".join(f"{commit}:{p}\n" for p in paths).encode())
+        files: dict[str, str | None] = {}
+        pos = 0
+        for p in paths:
+            eol = out.index(b"\n", pos)
+            header = out[pos:eol].decode()
+            pos = eol + 1
+            if header.endswith(" missing"):
+                files[p] = None
+                continue
+            size = int(header.split()[2])
+            files[p] = out[pos:pos + size].decode(errors="replace")
+            pos += size + 1
+        return files
+
     def is_ancestor(self, a: str, b: str) -> bool:
         return self.try_run("merge-base", "--is-ancestor", a, b).returncode == 0
 

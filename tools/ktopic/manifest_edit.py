@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from pathlib import Path
 
 import yaml
 
@@ -33,7 +32,6 @@ def set_patches(m: Manifest, topic: str, entries: list) -> Manifest:
     file/waivers); return the reloaded manifest."""
     lines = m.path.read_text().splitlines(keepends=True)
     t = m.data["topics"][topic]
-    key_indent = " " * _indent(lines[t.line]) if t.line < len(lines) else "    "
     # The first key of the topic mapping is on the line after `name:`.
     first_key = min(t.lines.values())
     key_indent = " " * _indent(lines[first_key - 1])
@@ -64,22 +62,13 @@ def set_patches(m: Manifest, topic: str, entries: list) -> Manifest:
     else:
         at = t.lines["branch"]           # insert after the branch: line
         lines[at:at] = block
-    text = "".join(lines)
-    fd, tmp = tempfile.mkstemp(dir=m.path.parent, prefix=".branches.", suffix=".yaml")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        reloaded = manifest_mod.load(tmp, m.root)
+    want = [p if isinstance(p, str) else p["file"] for p in entries]
+
+    def check(reloaded: Manifest) -> None:
         got = [p.rel for p in reloaded.topics[topic].patches]
-        want = [p if isinstance(p, str) else p["file"] for p in entries]
         if got != want:
             raise RuntimeError(f"manifest edit went wrong: {got} != {want}")
-        os.replace(tmp, m.path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return manifest_mod.load(m.path, m.root)
+    return _write_validated(m, "".join(lines), check)
 
 
 def slug(subject: str) -> str:

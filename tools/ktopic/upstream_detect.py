@@ -19,7 +19,6 @@ only deletes, a `lacks` of a line it removes.
 from __future__ import annotations
 
 import re
-import subprocess
 
 from .gitutil import Git
 from .patchfile import PatchFile
@@ -35,7 +34,7 @@ def patch_id(git: Git, diff: bytes | str) -> str | None:
 def same_as_base_diff(git: Git, p: PatchFile, old: str, new: str) -> str | None:
     """The patch-id when the old..new diff of the patch's files is exactly
     this patch, else None."""
-    files = _paths(p)
+    files = p.paths
     if not files:
         return None
     ours = patch_id(git, p.path.read_bytes())
@@ -44,16 +43,6 @@ def same_as_base_diff(git: Git, p: PatchFile, old: str, new: str) -> str | None:
     theirs = patch_id(git, git.run("diff", "--no-color", "--no-ext-diff", old, new, "--", *files,
                                    binary=True))
     return ours if ours == theirs else None
-
-
-def _paths(p: PatchFile) -> list[str]:
-    """Every path the patch names, old and new sides."""
-    out: list[str] = []
-    for m in re.finditer(r"^diff --git a/(\S+) b/(\S+)$", p.diff, re.M):
-        for f in m.groups():
-            if f not in out:
-                out.append(f)
-    return out
 
 
 def added_lines(p: PatchFile) -> dict[str, list[str]]:
@@ -86,32 +75,13 @@ def _distinctive(line: str) -> bool:
     return len(s) >= 6 and re.search(r"[A-Za-z0-9_]{3}", s) is not None
 
 
-def read_blobs(git: Git, commit: str, paths: list[str]) -> dict[str, str | None]:
-    if not paths:
-        return {}
-    p = subprocess.run(["git", "cat-file", "--batch"], env=git._env(None), capture_output=True,
-                       input="".join(f"{commit}:{x}\n" for x in paths).encode(), check=True)
-    out, pos, files = p.stdout, 0, {}
-    for path in paths:
-        eol = out.index(b"\n", pos)
-        header = out[pos:eol].decode()
-        pos = eol + 1
-        if header.endswith(" missing"):
-            files[path] = None
-            continue
-        size = int(header.split()[2])
-        files[path] = out[pos:pos + size].decode(errors="replace")
-        pos += size + 1
-    return files
-
-
 def find_check(git: Git, p: PatchFile, old: str, new: str) -> dict | None:
     """A check ({file, contains|lacks}) that holds on new: preferably one
     that does not hold on old, so it proves the change arrived."""
     lines = added_lines(p)
     files = sorted({k if isinstance(k, str) else k[0] for k in lines})
-    new_text = read_blobs(git, new, files)
-    old_text = read_blobs(git, old, files)
+    new_text = git.read_files(new, files)
+    old_text = git.read_files(old, files)
     weak = None
     for f in files:                          # contains: a line the patch adds
         cands = sorted({ln for ln in lines.get(f, []) if _distinctive(ln)}, key=len, reverse=True)
