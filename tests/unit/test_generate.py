@@ -109,20 +109,20 @@ def test_upstream_check_that_fails_is_bad_input(imported, ktopic):
 
 
 def test_interrupted_run_moves_no_ref(imported, ktopic, monkeypatch):
-    real = stack.Stacker._apply_one
+    real = stack.Stacker.apply
     calls = []
 
-    def interrupt(self, parent, p, env):
+    def interrupt(self, head, p, *args):
         calls.append(p)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(self, parent, p, env)
-    monkeypatch.setattr(stack.Stacker, "_apply_one", interrupt)
+        return real(self, head, p, *args)
+    monkeypatch.setattr(stack.Stacker, "apply", interrupt)
     r = ktopic(*imported.args("generate"))
     assert r.status == 130
     assert not any(k.startswith(("refs/heads/topic", "refs/heads/for-next", "refs/ktopic/made"))
                    for k in imported.refs())
-    monkeypatch.setattr(stack.Stacker, "_apply_one", real)
+    monkeypatch.setattr(stack.Stacker, "apply", real)
     assert ktopic(*imported.args("generate")).status == 0
 
 

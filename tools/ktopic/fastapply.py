@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -38,15 +37,6 @@ class Applied:
     tree: str | None = None
     stderr: str = ""
     unmerged: list[str] = field(default_factory=list)
-
-
-def patch_paths(diff: str) -> list[str]:
-    out: list[str] = []
-    for m in re.finditer(r"^diff --git a/(\S+) b/(\S+)$", diff, re.M):
-        for f in m.groups():
-            if f not in out:
-                out.append(f)
-    return out
 
 
 def _dirs(paths: list[str]) -> list[str]:

@@ -50,6 +50,14 @@ class PatchFile:
     def files(self) -> list[str]:
         return list(self.hunks)
 
+    @cached_property
+    def paths(self) -> list[str]:
+        """Every path the patch names, old and new sides, in order."""
+        out: list[str] = []
+        for m in re.finditer(r"^diff --git a/(\S+) b/(\S+)$", self.diff, re.M):
+            out += [f for f in m.groups() if f not in out]
+        return out
+
     def ident_env(self) -> dict[str, str]:
         """Author and committer are both the patch's author at the patch's
         date: the same patch on the same parent is the same commit anywhere."""

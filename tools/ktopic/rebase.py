@@ -32,14 +32,13 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import importbase, manifest_edit, proofs, upstream_detect
 from .errors import Failure, KtopicError
-from .fastapply import Applied, FastApply, NotSimple
+from .fastapply import Applied
 from .generate import MADE, Generator
 from .gitutil import ZERO, Git
 from .manifest import Manifest
@@ -119,8 +118,6 @@ class Rebase:
         self.state: dict = {}
         self._gen: Generator | None = None
         self._parsed: dict[tuple, PatchFile] = {}
-        self._trees: dict[str, str] = {}        # commit -> tree
-        self.fast = FastApply(self.git)
 
     # --- starting ------------------------------------------------------------
 
@@ -309,42 +306,20 @@ class Rebase:
         t["head"] = head
 
     def _tree(self, commit: str) -> str:
-        if commit not in self._trees:
-            self._trees[commit] = self.git.tree_of(commit)
-        return self._trees[commit]
+        return self.gen.stacker.tree_of(commit)
 
     def _apply(self, head: str, p: PatchFile, *args: str) -> Applied:
-        """git apply --cached ARGS p on head's tree: only the patch's files
-        in a temporary index (fastapply), or the whole tree when that cannot
-        be done."""
-        try:
-            return self.fast.apply(self._tree(head), p.path, upstream_detect._paths(p), *args)
-        except NotSimple:
-            pass
-        git = self.git
-        with tempfile.TemporaryDirectory(prefix="ktopic-rebase-") as tmp:
-            env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
-            self.gen.stacker._read_tree(head, env["GIT_INDEX_FILE"], env)
-            r = git.try_run("apply", "--cached", "--whitespace=nowarn", *args, str(p.path), env=env)
-            if r.returncode != 0 or "--check" in args:
-                unmerged = sorted({ln.split("\t", 1)[1] for ln in
-                                   git.run("ls-files", "-u", env=env).splitlines()})
-                return Applied(r.returncode == 0, None, r.stderr, unmerged)
-            return Applied(True, git.run("write-tree", env=env).strip())
+        return self.gen.stacker.apply(head, p, *args)
 
     def _commit_as(self, tree: str, parent: str, p: PatchFile) -> str:
-        commit = self.git.run("commit-tree", tree, "-p", parent, input=p.message,
-                              env=p.ident_env()).strip()
-        self._trees[commit] = tree
-        self.gen.cache.put(parent, p, commit)
-        return commit
+        return self.gen.stacker.commit(tree, parent, p)
 
     def _one(self, name, t, p: PatchFile, head, old, new) -> tuple[str, str]:
         """One patch: (outcome, the new head)."""
         git, file = self.git, p.path.name
         cache = self.gen.cache
         pid = None
-        if self._changed(old, new) & set(upstream_detect._paths(p)):
+        if self._changed(old, new) & set(p.paths):
             pid = upstream_detect.same_as_base_diff(git, p, old, new)
         if pid and self._upstream(name, t, p, f"its patch-id {pid[:12]} equals that of the "
                                   f"{self.state['old']['debian_version']}.."
@@ -440,7 +415,7 @@ class Rebase:
         self.git.run("worktree", "add", "-q", "--no-checkout", "--detach", str(wt), head)
         gitdir = Path(_run_in(wt, "rev-parse", "--absolute-git-dir").stdout.strip())
         (gitdir / "info").mkdir(parents=True, exist_ok=True)
-        paths = upstream_detect._paths(p)
+        paths = p.paths
         (gitdir / "info" / "sparse-checkout").write_text("".join(f"/{f}\n" for f in paths))
         r = _run_in(wt, "read-tree", "-mu", "HEAD")
         if r.returncode != 0:

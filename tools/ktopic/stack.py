@@ -1,8 +1,9 @@
 """Apply patch files on top of a commit with git plumbing only.
 
-No checkout: a temporary index is read from the parent's tree, each patch
-is applied to it with `git apply --cached`, and `git write-tree` plus
-`git commit-tree` make the commit.  What was made is remembered by content
+No checkout: each patch is applied with `git apply --cached` to a temporary
+index that holds only the files it touches, and the result is grafted back
+into the parent's tree (fastapply.py); when that cannot be done, to an
+index of the whole tree.  `git commit-tree` makes the commit.  What was made is remembered by content
 (parent commit + patch file hash -> commit) in the work directory, so an
 unchanged series is "applied" without running git at all.
 """
@@ -17,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import Failure
+from .fastapply import Applied, FastApply, NotSimple
 from .gitutil import Git
 from .patchfile import PatchFile
 
@@ -62,6 +64,13 @@ class Stacker:
         self.git, self.cache = git, cache
         self.index_dir = index_dir    # index files of start trees, by tree id
         self.applied = 0          # patches that really went through git apply
+        self.fast = FastApply(git)
+        self._trees: dict[str, str] = {}
+
+    def tree_of(self, commit: str) -> str:
+        if commit not in self._trees:
+            self._trees[commit] = self.git.tree_of(commit)
+        return self._trees[commit]
 
     def _read_tree(self, commit: str, index: str, env: dict) -> None:
         """Fill index with commit's tree; reading an 80,000-entry tree costs
@@ -98,22 +107,37 @@ class Stacker:
                 return head
             self.cache.map.clear()
             return self.stack(parent, patches)
+        for p in pending:
+            r = self.apply(head, p)
+            if not r.ok:
+                raise self._explain(p, r.stderr)
+            head = self.commit(r.tree, head, p)
+        return head
+
+    def apply(self, head: str, p: PatchFile, *args: str) -> Applied:
+        """git apply --cached ARGS p on head's tree: only the patch's files
+        in a temporary index when possible, else the whole tree."""
+        try:
+            return self.fast.apply(self.tree_of(head), p.path, p.paths, *args)
+        except NotSimple:
+            pass
         with tempfile.TemporaryDirectory(prefix="ktopic-index-") as tmp:
             index = os.path.join(tmp, "index")
             env = {"GIT_INDEX_FILE": index}
             self._read_tree(head, index, env)
-            for p in pending:
-                head = self._apply_one(head, p, env)
-        return head
+            r = self.git.try_run("apply", "--cached", "--whitespace=nowarn", *args,
+                                 str(p.path), env=env)
+            if r.returncode != 0 or "--check" in args:
+                unmerged = sorted({ln.split("\t", 1)[1] for ln in
+                                   self.git.run("ls-files", "-u", env=env).splitlines()})
+                return Applied(r.returncode == 0, None, r.stderr, unmerged)
+            return Applied(True, self.git.run("write-tree", env=env).strip())
 
-    def _apply_one(self, parent: str, p: PatchFile, env: dict) -> str:
-        r = self.git.try_run("apply", "--cached", "--verbose", "--whitespace=nowarn",
-                             str(p.path), env=env)
-        if r.returncode != 0:
-            raise self._explain(p, r.stderr)
-        tree = self.git.run("write-tree", env=env).strip()
+    def commit(self, tree: str, parent: str, p: PatchFile) -> str:
+        """The commit of tree on parent with p's message and identity (cached)."""
         commit = self.git.run("commit-tree", tree, "-p", parent, input=p.message,
                               env=p.ident_env()).strip()
+        self._trees[commit] = tree
         self.cache.put(parent, p, commit)
         self.applied += 1
         return commit
