@@ -12,25 +12,16 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-from benchlib import KTOPIC, REPO, sh, table, timed, verdict
+from benchlib import KTOPIC, REPO, scratch_workdir, table, timed, verdict
 
 sys.path.insert(0, str(REPO / "tools"))
 from ktopic import manifest  # noqa: E402
-from ktopic.workdir import Workdir  # noqa: E402
 
 
 def run(repeat: int) -> bool:
     m = manifest.load(REPO / "branches.yaml")
-    main_wd = Workdir()
-    subprocess.run([*KTOPIC, "-w", str(main_wd.root), "import-base"], check=True,
-                   stdout=subprocess.DEVNULL)
-    with tempfile.TemporaryDirectory(prefix="ktopic-bench-check-") as tmp:
-        wd = Path(tmp, "work")
-        wd.mkdir()
-        sh("git", "clone", "-q", "--bare", "--shared", str(main_wd.git_dir), str(wd / "linux.git"))
+    with scratch_workdir("ktopic-bench-check-") as (tmp, wd):
         cmd = [*KTOPIC, "-w", str(wd), "check"]
 
         def check():

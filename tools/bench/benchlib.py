@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,3 +39,21 @@ def table(rows: list[tuple[str, str]]) -> None:
 def verdict(name: str, ok: bool, detail: str) -> bool:
     print(f"  {'PASS' if ok else 'MISS'} {name}: {detail}")
     return ok
+
+
+@contextlib.contextmanager
+def scratch_workdir(prefix: str):
+    """A throw-away work directory whose repository shares the objects of
+    the main one (the base imported there first, once): benchmarks start
+    from empty caches without importing the tarball again."""
+    sys.path.insert(0, str(REPO / "tools"))
+    from ktopic.workdir import Workdir
+
+    main_wd = Workdir()
+    subprocess.run([*KTOPIC, "-w", str(main_wd.root), "import-base"], check=True,
+                   stdout=subprocess.DEVNULL)
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        wd = Path(tmp, "work")
+        wd.mkdir()
+        sh("git", "clone", "-q", "--bare", "--shared", str(main_wd.git_dir), str(wd / "linux.git"))
+        yield Path(tmp), wd
