@@ -41,13 +41,16 @@ def export(m: Manifest, wd: Workdir, topic: str) -> tuple[Manifest, list[str]]:
     for p in old:
         if p.parent == outdir and p.name not in files and p.exists():
             p.unlink()
-    waivers = {p.rel: p.waivers for p in t.patches}
-    entries = []
-    for f in files:
-        w = waivers.get(f)
-        entries.append({"file": f, "waivers": [{"type": x.type, "reason": x.reason} for x in w]}
-                       if w else f)
-    m2 = manifest_edit.set_patches(m, topic, entries)
+    if files == [p.rel for p in t.patches]:
+        m2 = m                      # same list: leave the manifest as written
+    else:
+        waivers = {p.rel: p.waivers for p in t.patches}
+        entries = []
+        for f in files:
+            w = waivers.get(f)
+            entries.append({"file": f, "waivers": [{"type": x.type, "reason": x.reason}
+                                                   for x in w]} if w else f)
+        m2 = manifest_edit.set_patches(m, topic, entries)
     made = git.ref(MADE + t.branch)
     if made != head:
         git.update_refs([(MADE + t.branch, head, made)], "ktopic export")
