@@ -204,8 +204,9 @@ def patches_text(tmp_path_factory) -> dict[str, str]:
                     "lib/counter: return even more", "Thu, 3 Dec 2026 06:01:00 +0000")
     p3 = make_patch(tmp, tree, [("lib/names.c", '"n7"', '"seven"')],
                     "lib/names: rename", "Thu, 3 Dec 2026 06:02:00 +0000")
-    return {"counters/0001-lib-counter-return-more.patch": p1,
-            "counters/0002-lib-counter-return-even-more.patch": p2,
+    # Numbered as git format-patch numbers a two-patch series.
+    return {"counters/0001-lib-counter-return-more.patch": p1.replace("[PATCH]", "[PATCH 1/2]", 1),
+            "counters/0002-lib-counter-return-even-more.patch": p2.replace("[PATCH]", "[PATCH 2/2]", 1),
             "names/0001-lib-names-rename.patch": p3}
 
 

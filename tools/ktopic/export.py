@@ -31,7 +31,7 @@ def export(m: Manifest, wd: Workdir, topic: str) -> tuple[Manifest, list[str]]:
     outdir = m.root / "patches" / topic
     outdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ktopic-export-", dir=outdir.parent) as tmp:
-        names = git.run("format-patch", "--no-signature", "--zero-commit", "--no-numbered",
+        names = git.run("format-patch", "--no-signature", "--zero-commit",
                         "-o", tmp,
                         f"{start}..{head}").split()
         files = [Path(n).name for n in names]
