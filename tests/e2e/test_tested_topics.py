@@ -15,7 +15,7 @@ from ktopic import manifest  # noqa: E402
 pytestmark = pytest.mark.e2e
 
 
-def tested_branches() -> list[str]:
+def branches_to_test() -> list[str]:
     m = manifest.load(REPO / "branches.yaml")
     branches = [t.branch for t in m.topics.values() if t.tested]
     if all(t.tested for t in m.topics.values()):
@@ -24,7 +24,7 @@ def tested_branches() -> list[str]:
 
 
 def test_tested_topics_pass():
-    branches = tested_branches()
+    branches = branches_to_test()
     if not branches:
         pytest.skip("no topic is in the tested set yet")
     ktopic = [sys.executable, str(REPO / "tools/bin/ktopic")]
