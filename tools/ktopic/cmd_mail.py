@@ -34,8 +34,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from . import mail
     m = manifest.load(args.manifest)
-    if args.name != "integration":
-        m.topic(args.name)
+    m.check_series_name(args.name)
     wd = Workdir(args.workdir)
     with wd.lock():
         r = mail.run(m, wd, args.name, output=args.output, send=args.send,

@@ -20,8 +20,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from . import pullreq
     m = manifest.load(args.manifest)
-    if args.name != "integration":
-        m.topic(args.name)
+    m.check_series_name(args.name)
     wd = Workdir(args.workdir)
     with wd.lock():
         r = pullreq.run(m, wd, args.name)

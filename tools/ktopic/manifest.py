@@ -140,6 +140,11 @@ class Manifest:
             raise KtopicError(f"no topic {name!r} (topics: {', '.join(self.topics)})")
         return self.topics[name]
 
+    def check_series_name(self, name: str) -> None:
+        """A series mail and pull-request take: a topic, or "integration"."""
+        if name != "integration":
+            self.topic(name)
+
     def closure(self, name: str) -> list[str]:
         """The topic's dependencies, transitively, in manifest order (not itself)."""
         seen: set[str] = set()
