@@ -61,6 +61,7 @@ class BisectResult:
     first_bad: CommitBuild | None = None
     start_ok: bool | None = None     # built only when the first commit fails
     error: str = ""                  # could not walk at all
+    cached: bool = False             # the verdict came from gatecache
 
     def summary(self) -> str:
         if self.error:
@@ -74,7 +75,8 @@ class BisectResult:
     def render(self) -> list[str]:
         if self.error:
             return [f"bisect: FAIL: {self.error}"]
-        out = [f"bisect: {'ok' if self.ok else 'FAIL'}: {self.summary()}"]
+        out = [f"bisect: {'ok' if self.ok else 'FAIL'}: {self.summary()}"
+               + (" [cached]" if self.cached else "")]
         for b in self.builds:
             out.append(f"  {'ok  ' if b.ok else 'FAIL'} {b.commit[:12]} {b.subject} "
                        f"({b.seconds:.0f}s)")
@@ -95,6 +97,14 @@ class BisectResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "BisectResult":
+        d = dict(d)
+        d["builds"] = [CommitBuild(**b) for b in d.get("builds", [])]
+        if d.get("first_bad") is not None:
+            d["first_bad"] = CommitBuild(**d["first_bad"])
+        return cls(**d)
 
 
 def first_error(lines: list[str]) -> str:
