@@ -364,3 +364,66 @@ def test_check_branch_is_cached_when_the_gates_are(monkeypatch, tmp_path):
         assert st.status == status
     cached = False
     assert check.check_branch(None, None, "x")[0].status == R.CACHED
+
+
+# --- options a later commit of the topic adds --------------------------------
+
+def test_options_a_later_commit_adds_are_left_out_before_the_head(tmp_path, monkeypatch):
+    """The fragment describes the head: at an earlier commit an option that
+    does not exist yet cannot stick, and that is not the commit's failure;
+    an option that exists and does not stick still is."""
+    from ktopic import build as buildmod
+    from ktopic import kconfig
+    src = tmp_path / "src"
+    (src / "lib").mkdir(parents=True)
+    (src / "Kconfig").write_text('source "lib/Kconfig"\n')
+    (src / "lib" / "Kconfig").write_text("config SIX\n\tbool \"six\"\n"
+                                         "menuconfig SIX_MENU\n\tbool \"menu\"\n")
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e.org",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e.org")
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "one"]):
+        subprocess.run(["git", "-C", str(src), *cmd], check=True, env=env)
+    gd = src / ".git"
+    assert bisectable.undefined_symbols(gd, "HEAD", ["CONFIG_SIX", "CONFIG_SIX_MENU",
+                                                    "CONFIG_SIX_KUNIT", "CONFIG_SI"]) == \
+        ["CONFIG_SI", "CONFIG_SIX_KUNIT"]
+    frag = tmp_path / "six.config"
+    frag.write_text("# six\nCONFIG_SIX=y\nCONFIG_SIX_KUNIT=y\n# CONFIG_SIX_KUNIT_X is not set\n")
+    copies = bisectable.without_symbols([frag], ["CONFIG_SIX_KUNIT", "CONFIG_SIX_KUNIT_X"],
+                                        tmp_path / "out")
+    assert copies[0].read_text() == "# six\nCONFIG_SIX=y\n"
+
+    # build_commit: a value that did not stick, of an option the commit does
+    # not define, is left out and the commit built again.
+    seen = []
+
+    def fake_build(root, git_dir, req):
+        values = kconfig.requested_values(req.fragments)
+        seen.append(sorted(values))
+        missing = [f"{n}=y (got: not set)" for n in values if stick.get(n) is False]
+        cfg = kconfig.ConfigResult(config=tmp_path / ".config", fragment_hash="", config_hash="",
+                                   missing=missing)
+        return buildmod.BuildResult(name=req.name, ok=not missing, out=tmp_path, config=cfg,
+                                    error="config" if missing else "")
+    monkeypatch.setattr(buildmod, "build", fake_build)
+    plan = bisectable.Plan("six", "topic/six", start="s", head="h", fragments=[frag],
+                           build_name="topic_six")
+    wd = _WD(tmp_path)
+    wd.git_dir = gd
+    stick = {"CONFIG_SIX_KUNIT": False}
+    b = bisectable.build_commit(plan, wd, "HEAD", None)
+    assert b.ok and seen == [["CONFIG_SIX", "CONFIG_SIX_KUNIT", "CONFIG_SIX_KUNIT_X"],
+                             ["CONFIG_SIX", "CONFIG_SIX_KUNIT_X"]]
+    assert b.notes == ["not defined at this commit, left out: CONFIG_SIX_KUNIT"]
+    r = bisectable.BisectResult(ok=True, builds=[b], total=1)
+    assert "      note: not defined at this commit, left out: CONFIG_SIX_KUNIT" in r.render()
+    # at the head every value must stick
+    seen.clear()
+    head = bisectable.Plan("six", "topic/six", start="s", head="HEAD", fragments=[frag],
+                           build_name="topic_six")
+    assert not bisectable.build_commit(head, wd, "HEAD", None).ok and len(seen) == 1
+    # an option the commit defines that does not stick fails the commit
+    seen.clear()
+    stick = {"CONFIG_SIX": False}
+    b = bisectable.build_commit(plan, wd, "HEAD", None)
+    assert not b.ok and len(seen) == 1 and not b.notes
