@@ -29,21 +29,14 @@ imported (`ktopic import-base`); skipped otherwise.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from e2e_support import MANIFEST_HEAD, commit_on, git, ktopic, project, work_repo
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tools"))
-
-from ktopic import results as R  # noqa: E402
-from ktopic.workdir import Workdir  # noqa: E402
+from ktopic import results as R
 
 pytestmark = pytest.mark.e2e
 
@@ -211,38 +204,8 @@ TOPICS = {
     "e2e-badconfig": ("e2e/badconfig", "", [], "CONFIG_KTOPIC_E2E_NO_SUCH_OPTION=y\n"),
 }
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "ktopic e2e", "GIT_AUTHOR_EMAIL": "e2e@example.org",
-           "GIT_COMMITTER_NAME": "ktopic e2e", "GIT_COMMITTER_EMAIL": "e2e@example.org",
-           "GIT_AUTHOR_DATE": "1546300800 +0000", "GIT_COMMITTER_DATE": "1546300800 +0000"}
-
-
-def git(git_dir: Path, *args: str, input: str | None = None, env: dict | None = None) -> str:
-    e = dict(os.environ, **GIT_ENV, **(env or {}))
-    return subprocess.run(["git", f"--git-dir={git_dir}", *args], input=input, env=e,
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
-def commit_on(git_dir: Path, parent: str, files: dict[str, str], msg: str,
-              tmp: Path) -> str:
-    """A commit on parent with files replaced, made with plumbing (no checkout)."""
-    env = {"GIT_INDEX_FILE": str(tmp / f"index.{os.getpid()}")}
-    git(git_dir, "read-tree", parent, env=env)
-    for path, text in files.items():
-        blob = git(git_dir, "hash-object", "-w", "--stdin", input=text)
-        git(git_dir, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
-    tree = git(git_dir, "write-tree", env=env)
-    return git(git_dir, "commit-tree", tree, "-p", parent, "-m", msg)
-
-
 def manifest_text() -> str:
-    lines = ["version: 1",
-             "series: {name: e2e, subject: e2e, from: 'E2E <e2e@example.org>'}",
-             "base:",
-             "  package: linux-source-6.1",
-             "  tarball: /usr/src/linux-source-6.1.tar.xz",
-             "  version: 6.1.192",
-             "  debian-version: 6.1.192-3",
-             "topics:"]
+    lines = list(MANIFEST_HEAD)
     for name, (branch, cmdline, kunit, frag) in TOPICS.items():
         lines += [f"  {name}:", f"    description: end-to-end test topic {name}",
                   f"    branch: {branch}"]
@@ -258,24 +221,11 @@ def manifest_text() -> str:
     return "\n".join(lines)
 
 
-def ktopic(root: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["/usr/bin/python3", str(REPO / "tools" / "bin" / "ktopic"),
-         "-m", str(root / "branches.yaml"), *args],
-        capture_output=True, text=True, timeout=timeout)
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    wd = Workdir(None)
-    if not wd.git_dir.is_dir():
-        pytest.skip(f"no work repository at {wd.git_dir} (run ktopic import-base)")
-    base = git(wd.git_dir, "rev-parse", "--verify", "-q", "refs/heads/base")
+    wd, base = work_repo()
     tmp = tmp_path_factory.mktemp("e2e")
-    root = tmp / "repo"
-    shutil.copytree(REPO / "qemu", root / "qemu",
-                    ignore=shutil.ignore_patterns("*.o", "*.ko", ".*.cmd"))
-    (root / "patches").mkdir()
+    root = project(tmp)
     (root / "qemu/modules/e2e_kunit_mod").mkdir(parents=True)
     (root / "qemu/modules/e2e_kunit_mod/Kbuild").write_text("obj-m += e2e_kunit_mod.o\n")
     (root / "qemu/modules/e2e_kunit_mod/e2e_kunit_mod.c").write_text(E2E_MODULE)

@@ -11,8 +11,13 @@ each change is to init/main.c, so every build recompiles one file:
                        --bisect passes, --warnings fails on that line, and
                        the W=1 warnings init/main.c already has are not
                        the topic's
+    e2e-gates-clean    one commit that passes both: a second run comes
+                       from the gate cache (nothing built); after its
+                       commit is changed it is walked again
 
-and checkpatch with codespell on the project's real patches.  Needs the
+and checkpatch with codespell on the project's real patches.  The gate
+cache's entries for these branches are removed before and after (the
+commits are the same on every run: fixed dates and identities).  Needs the
 work directory ($KTOPIC_WORKDIR or ~/.cache/ktopic) with the base imported
 (`ktopic import-base`); a base build there (`ktopic ci` or `ktopic build
 base`) makes every build here incremental.
@@ -21,19 +26,14 @@ base`) makes every build here incremental.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
+import time
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tools"))
-
-from ktopic.workdir import Workdir  # noqa: E402
+from e2e_support import MANIFEST_HEAD, REPO, commit_on, git, ktopic, project, work_repo
 
 pytestmark = pytest.mark.e2e
 
@@ -62,34 +62,12 @@ static int __init ktopic_gates_unused(void)
 late_initcall(ktopic_gates_unused);
 """
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "ktopic e2e", "GIT_AUTHOR_EMAIL": "e2e@example.org",
-           "GIT_COMMITTER_NAME": "ktopic e2e", "GIT_COMMITTER_EMAIL": "e2e@example.org",
-           "GIT_AUTHOR_DATE": "1546300800 +0000", "GIT_COMMITTER_DATE": "1546300800 +0000"}
-
-TOPICS = {"e2e-gates-bisect": "e2e/gates-bisect", "e2e-gates-warn": "e2e/gates-warn"}
-
-
-def git(git_dir: Path, *args: str, input: str | None = None, env: dict | None = None) -> str:
-    e = dict(os.environ, **GIT_ENV, **(env or {}))
-    return subprocess.run(["git", f"--git-dir={git_dir}", *args], input=input, env=e,
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
-def commit_on(git_dir: Path, parent: str, path: str, text: str, msg: str, tmp: Path) -> str:
-    env = {"GIT_INDEX_FILE": str(tmp / f"index.{os.getpid()}")}
-    git(git_dir, "read-tree", parent, env=env)
-    blob = git(git_dir, "hash-object", "-w", "--stdin", input=text)
-    git(git_dir, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
-    tree = git(git_dir, "write-tree", env=env)
-    return git(git_dir, "commit-tree", tree, "-p", parent, "-m", msg)
+TOPICS = {"e2e-gates-bisect": "e2e/gates-bisect", "e2e-gates-warn": "e2e/gates-warn",
+          "e2e-gates-clean": "e2e/gates-clean"}
 
 
 def manifest_text() -> str:
-    lines = ["version: 1",
-             "series: {name: e2e, subject: e2e, from: 'E2E <e2e@example.org>'}",
-             "base:", "  package: linux-source-6.1",
-             "  tarball: /usr/src/linux-source-6.1.tar.xz",
-             "  version: 6.1.192", "  debian-version: 6.1.192-3", "topics:"]
+    lines = list(MANIFEST_HEAD)
     for name, branch in TOPICS.items():
         lines += [f"  {name}:", f"    description: gates end-to-end topic {name}",
                   f"    branch: {branch}"]
@@ -97,43 +75,44 @@ def manifest_text() -> str:
     return "\n".join(lines)
 
 
-def ktopic(root: Path, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
-    return subprocess.run(
-        ["/usr/bin/python3", "-c", "import sys; from ktopic.cli import main; "
-         "sys.exit(main(sys.argv[1:]))", "-m", str(root / "branches.yaml"), *args],
-        env=env, capture_output=True, text=True, timeout=timeout)
+def forget_gate_verdicts(wd) -> None:
+    """The gate cache's entries for this test's branches."""
+    for f in (wd.root / "cache" / "check" / "gates").glob("*-*.json"):
+        try:
+            if json.loads(f.read_text()).get("branch", "").startswith("e2e/gates-"):
+                f.unlink()
+        except (OSError, ValueError):
+            pass
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    wd = Workdir(None)
-    if not wd.git_dir.is_dir():
-        pytest.skip(f"no work repository at {wd.git_dir} (run ktopic import-base)")
-    base = git(wd.git_dir, "rev-parse", "--verify", "-q", "refs/heads/base")
+    wd, base = work_repo()
     tmp = tmp_path_factory.mktemp("gates")
-    root = tmp / "repo"
-    shutil.copytree(REPO / "qemu", root / "qemu",
-                    ignore=shutil.ignore_patterns("*.o", "*.ko", ".*.cmd"))
-    (root / "patches").mkdir()
+    root = project(tmp)
     (root / "branches.yaml").write_text(manifest_text())
     main_c = git(wd.git_dir, "show", f"{base}:init/main.c") + "\n"
-    uses = commit_on(wd.git_dir, base, "init/main.c", main_c + ANSWER,
+    uses = commit_on(wd.git_dir, base, {"init/main.c": main_c + ANSWER},
                      "init: call ktopic_gates_answer()", tmp)
-    adds = commit_on(wd.git_dir, uses, "init/main.c", main_c + DEFINE + ANSWER,
+    adds = commit_on(wd.git_dir, uses, {"init/main.c": main_c + DEFINE + ANSWER},
                      "init: add ktopic_gates_answer()", tmp)
-    warn = commit_on(wd.git_dir, base, "init/main.c", main_c + UNUSED,
+    warn = commit_on(wd.git_dir, base, {"init/main.c": main_c + UNUSED},
                      "init: a function with an unused variable", tmp)
+    clean = commit_on(wd.git_dir, base, {"init/main.c": main_c + DEFINE + ANSWER},
+                      "init: ktopic_gates_answer() and its caller", tmp)
     refs = {"refs/heads/e2e/gates-bisect": adds, "refs/heads/e2e/gates-warn": warn,
-            "refs/heads/e2e/gates-all": warn}
+            "refs/heads/e2e/gates-clean": clean, "refs/heads/e2e/gates-all": warn}
     for ref, sha in refs.items():
         git(wd.git_dir, "update-ref", ref, sha)
-    yield {"root": root, "wd": wd, "uses": uses, "adds": adds, "warn": warn,
+    forget_gate_verdicts(wd)
+    yield {"root": root, "wd": wd, "tmp": tmp, "base": base, "uses": uses, "adds": adds,
+           "warn": warn, "clean": clean, "main_c": main_c,
            "main_lines": main_c.count("\n")}
     for ref in refs:
         git(wd.git_dir, "update-ref", "-d", ref)
-    for name in ("e2e_gates-bisect", "e2e_gates-warn"):
+    for name in ("e2e_gates-bisect", "e2e_gates-warn", "e2e_gates-clean"):
         shutil.rmtree(wd.root / "build" / name, ignore_errors=True)
+    forget_gate_verdicts(wd)
 
 
 def test_bisect_names_the_first_commit_that_does_not_build(setup):
@@ -172,6 +151,49 @@ def test_unused_variable_fails_the_warnings_gate(setup):
     assert f"init/main.c:{setup['main_lines'] + 4}: unused variable 'ktopic_unused'" in p.stdout
     # W=1 and sparse find things in init/main.c on the base too: not the topic's
     assert w["base_count"] > 0 and w["head_count"] == w["base_count"] + 1
+
+
+def test_unchanged_topic_is_cached_and_a_changed_commit_walked_again(setup):
+    root, wd = setup["root"], setup["wd"]
+    log = wd.root / "build" / "e2e_gates-clean" / "ktopic-build.log"
+
+    def run(name: str):
+        out = root / f"{name}.json"
+        t0 = time.monotonic()
+        p = ktopic(root, "check", "--bisect", "--warnings", "e2e-gates-clean", "-j2",
+                   "--json", str(out))
+        secs = time.monotonic() - t0
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        return p, json.loads(out.read_text())[0], secs
+
+    p, v, _ = run("clean1")
+    assert not v["bisect"]["cached"] and not v["warnings"]["cached"]
+    assert [b["commit"] for b in v["bisect"]["builds"]] == [setup["clean"]]
+    assert v["warnings"]["ok"] and v["warnings"]["files"] == ["init/main.c"]
+    assert "gates e2e/gates-clean: bisect and warnings at " in p.stderr
+    built = log.stat().st_mtime_ns
+
+    # Unchanged: from the cache, one line, nothing built, no W=1 run.
+    p, v, secs = run("clean2")
+    assert v["bisect"]["cached"] and v["warnings"]["cached"], p.stderr
+    assert v["bisect"]["builds"][0]["commit"] == setup["clean"]
+    cached = [ln for ln in p.stderr.splitlines() if ln.startswith("gates e2e/gates-clean:")]
+    assert len(cached) == 1 and ": cached: bisect and warnings passed at " in cached[0], p.stderr
+    assert "bisect e2e/gates-clean" not in p.stderr and "W=1 C=1" not in p.stderr
+    assert "bisect: ok: 1/1 commits build [cached]" in p.stdout
+    assert log.stat().st_mtime_ns == built
+    assert secs < 20, secs          # a walk is minutes; this is python, git and the cache
+
+    # The commit changes (a comment at the end of init/main.c): walked again.
+    changed = commit_on(wd.git_dir, setup["base"],
+                        {"init/main.c": setup["main_c"] + DEFINE + ANSWER + "/* changed */\n"},
+                        "init: ktopic_gates_answer() and its caller", setup["tmp"])
+    git(wd.git_dir, "update-ref", "refs/heads/e2e/gates-clean", changed)
+    p, v, _ = run("clean3")
+    assert not v["bisect"]["cached"] and not v["warnings"]["cached"]
+    assert [b["commit"] for b in v["bisect"]["builds"]] == [changed]
+    assert "gates e2e/gates-clean: bisect and warnings at " in p.stderr
+    assert log.stat().st_mtime_ns > built
 
 
 def test_real_patches_with_codespell(setup, tmp_path):

@@ -4,9 +4,14 @@ warning (tests/e2e/test_gates.py builds for real)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
-from ktopic import bisectable, manifest, new_warnings
+import pytest
+
+from ktopic import bisectable, check, gatecache, manifest, new_warnings
+from ktopic import results as R
 from ktopic.workdir import Workdir
 
 SRC = Path("/w/src")
@@ -111,3 +116,314 @@ def test_bisect_result_rendering():
     ok = bisectable.BisectResult(ok=True, builds=[bisectable.CommitBuild("b" * 40, "x", True)],
                                  total=1)
     assert ok.summary() == "1/1 commits build" and not ok.findings()
+
+
+# --- the gate cache: key and skip logic (fakes for the builds) ----------------
+
+TOOLS = {"gcc": "gcc (Debian 12.2.0-14+deb12u1) 12.2.0", "ld": "GNU ld 2.40",
+         "sparse": "0.6.4 (Debian: 0.6.4-3)"}
+
+
+def _plan(tmp_path, **kw) -> bisectable.Plan:
+    frag = tmp_path / "base.config"
+    if not frag.exists():
+        frag.write_text("CONFIG_A=y\n")
+    d = dict(topic="x", branch="topic/x", start="1" * 40, head="3" * 40,
+             commits=[("2" * 40, "a"), ("3" * 40, "b")], fragments=[frag],
+             build_name="topic_x")
+    d.update(kw)
+    return bisectable.Plan(**d)
+
+
+def test_gate_cache_key(tmp_path):
+    def key(gate="bisect", tools=TOOLS, rules="r1", **kw):
+        return gatecache.key(gatecache.key_parts(gate, _plan(tmp_path, **kw), tools, rules))
+    k = key()
+    assert k == key() and len(k) == 24
+    # what the verdict depends on changes the key ...
+    assert key(head="4" * 40) != k
+    assert key(start="0" * 40) != k
+    assert key(commits=[("5" * 40, "a"), ("3" * 40, "b")]) != k
+    assert key(gate="warnings") != k
+    assert key(tools=dict(TOOLS, sparse="0.6.5")) != k
+    assert key(tools=dict(TOOLS, gcc="gcc (Debian 13.2.0-1) 13.2.0")) != k
+    assert key(rules="r2") != k
+    other = tmp_path / "other.config"
+    other.write_text("CONFIG_A=n\n")
+    assert key(fragments=[other]) != k
+    # ... what it does not depend on does not: names, subjects, comments in a fragment
+    assert key(branch="topic/y", topic="y", build_name="topic_y") == k
+    assert key(commits=[("2" * 40, "other subject"), ("3" * 40, "b")]) == k
+    same = tmp_path / "same.config"
+    same.write_text("# a comment\nCONFIG_A=y\n")
+    assert key(fragments=[same]) == k
+    assert gatecache.rules_hash() == gatecache.rules_hash()
+
+
+class _WD:
+    def __init__(self, root):
+        self.root = root
+
+
+def test_gate_cache_keeps_passes_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(gatecache, "toolchain", lambda cache: dict(TOOLS))
+    cache = gatecache.GateCache(_WD(tmp_path))
+    plan = _plan(tmp_path)
+    ok = bisectable.BisectResult(ok=True, builds=[bisectable.CommitBuild("2" * 40, "a", True, 3.0),
+                                                  bisectable.CommitBuild("3" * 40, "b", True, 4.0)],
+                                 total=2)
+    assert cache.load("bisect", plan) is None
+    assert cache.store("bisect", plan, ok)
+    hit = cache.load("bisect", plan)
+    assert hit.cached and hit.ok and hit.builds == ok.builds and hit.summary() == ok.summary()
+    assert hit.render()[0] == "bisect: ok: 2/2 commits build [cached]"
+    assert cache.load("warnings", plan) is None                 # one gate's pass is not the other's
+    assert cache.load("bisect", _plan(tmp_path, head="4" * 40)) is None
+    # Warnings round-trip with their diagnostics.
+    d = new_warnings.Diagnostic("init/main.c", 7, "warning", "old one", "sparse", ["  7 | x"])
+    w = new_warnings.WarningsResult(ok=True, files=["init/main.c"], base_count=1, head_count=1)
+    assert cache.store("warnings", plan, w)
+    assert cache.load("warnings", plan).to_dict() == dict(w.to_dict(), cached=True)
+    bad = new_warnings.WarningsResult(ok=False, new=[d], files=["init/main.c"])
+    assert new_warnings.WarningsResult.from_dict(bad.to_dict()).new == [d]
+    # Failures and errors are not kept.
+    other = _plan(tmp_path, head="5" * 40)
+    first_bad = bisectable.CommitBuild("5" * 40, "c", False, 1.0, "kernel build failed", ["e"])
+    assert not cache.store("bisect", other, bisectable.BisectResult(
+        ok=False, builds=[first_bad], total=1, first_bad=first_bad))
+    assert not cache.store("warnings", other, bad)
+    assert not cache.store("bisect", _plan(tmp_path, error="no branch"),
+                           bisectable.BisectResult(ok=True))
+    assert cache.load("bisect", other) is None and cache.load("warnings", other) is None
+    # A damaged entry is a miss, not an error.
+    cache.path("bisect", plan).write_text("{not json")
+    assert cache.load("bisect", plan) is None
+
+
+def test_gate_cache_toolchain_is_remembered(tmp_path, monkeypatch):
+    calls = []
+
+    def first_line(cmd):
+        calls.append(cmd[0])
+        return f"{cmd[0]} 1.0"
+    monkeypatch.setattr(gatecache, "_first_line", first_line)
+    v = gatecache.toolchain(tmp_path)
+    assert set(v) == {"gcc", "ld", "sparse"} and len(calls) == 3
+    assert gatecache.toolchain(tmp_path) == v and len(calls) == 3   # no program started
+
+
+class _Fakes:
+    """bisectable.walk/build_head and new_warnings.collect, recorded; a
+    topic named in fail_bisect / fail_warnings fails that gate."""
+
+    def __init__(self, monkeypatch):
+        self.calls: list[tuple[str, str]] = []
+        self.fail_bisect: set[str] = set()
+        self.fail_warnings: set[str] = set()
+        monkeypatch.setattr(bisectable, "walk", self.walk)
+        monkeypatch.setattr(bisectable, "build_head", self.build_head)
+        monkeypatch.setattr(new_warnings, "collect", self.collect)
+        monkeypatch.setattr(gatecache, "toolchain", lambda cache: dict(TOOLS))
+
+    def walk(self, p, wd, jobs=0, progress=False, log=None):
+        self.calls.append(("walk", p.topic))
+        if p.topic in self.fail_bisect:
+            b = bisectable.CommitBuild(p.commits[0][0], p.commits[0][1], False, 1.0, "failed",
+                                       ["x.c:1:1: error: nope"])
+            return bisectable.BisectResult(ok=False, builds=[b], total=len(p.commits),
+                                           first_bad=b)
+        return bisectable.BisectResult(ok=True, total=len(p.commits), builds=[
+            bisectable.CommitBuild(sha, s, True, 1.0) for sha, s in p.commits])
+
+    def build_head(self, p, wd, jobs=0, progress=False, log=None):
+        self.calls.append(("head", p.topic))
+        return True
+
+    def collect(self, p, wd, at, jobs=0, log=None):
+        self.calls.append((f"collect-{at}", p.topic))
+        diags = []
+        if at == "head" and p.topic in self.fail_warnings:
+            diags = [new_warnings.Diagnostic("lib/names.c", 3, "warning", "unused x", "gcc")]
+        return new_warnings.Collected(at, p.start if at == "start" else p.head,
+                                      ["lib/names.c"], diagnostics=diags)
+
+    def topics(self):
+        return sorted({t for _, t in self.calls})
+
+
+def _gates(generated, bisect=True, warnings=True, wd=None):
+    cfg = generated.root / "qemu" / "configs" / "base.config"
+    if not cfg.exists():
+        cfg.parent.mkdir(parents=True)
+        cfg.write_text("CONFIG_64BIT=y\n")
+    m = manifest.load(generated.manifest)
+    wd = wd or Workdir(generated.workdir)
+    tvs = [check.TopicVerdict(t, m.topics[t].branch) for t in ("counters", "names")]
+    log: list[str] = []
+    check._build_gates(m, wd, tvs, check.Options(bisect=bisect, warnings=warnings), log.append)
+    return {tv.topic: tv for tv in tvs}, log
+
+
+def test_unchanged_topics_are_not_walked_again(generated, monkeypatch):
+    fakes = _Fakes(monkeypatch)
+    first, _ = _gates(generated)
+    assert fakes.topics() == ["counters", "names"]
+    assert ("walk", "counters") in fakes.calls and ("collect-head", "names") in fakes.calls
+    assert first["counters"].bisect.ok and not first["counters"].bisect.cached
+    fakes.calls.clear()
+
+    # Nothing changed: no build, no lock, one line per topic.
+    wd = Workdir(generated.workdir)
+    monkeypatch.setattr(wd, "lock", lambda *a, **k: pytest.fail("the lock was taken"))
+    again, log = _gates(generated, wd=wd)
+    assert fakes.calls == []
+    assert [ln.split(":")[0] for ln in log] == ["gates topic/counters", "gates topic/names"]
+    assert all(": cached: bisect and warnings passed at " in ln for ln in log), log
+    for tv in again.values():
+        assert tv.bisect.cached and tv.warnings.cached and tv.bisect.ok and tv.warnings.ok
+    assert again["counters"].bisect.builds == first["counters"].bisect.builds
+    text = "\n".join(check.render(again["counters"], tools=False))
+    assert "bisect: ok: 2/2 commits build [cached]" in text
+    assert "warnings: ok: 0 new (start 0, head 0) in 1 file(s) [cached]" in text
+
+
+def test_a_moved_head_is_walked_again(generated, monkeypatch):
+    fakes = _Fakes(monkeypatch)
+    _gates(generated)
+    fakes.calls.clear()
+    # counters' last commit is amended (its message): counters is walked
+    # again, and so is names: it was made on the old counters, so its range
+    # now reaches below the replaced commit (another start, another key).
+    gd = generated.workdir / "linux.git"
+    tree = generated.git("rev-parse", "topic/counters^{tree}").strip()
+    parent = generated.git("rev-parse", "topic/counters~1").strip()
+    new = subprocess.run(["git", f"--git-dir={gd}", "commit-tree", tree, "-p", parent, "-m",
+                          "lib/counter: return even more, amended"], capture_output=True,
+                         text=True, check=True,
+                         env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e.org",
+                                  GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e.org")
+                         ).stdout.strip()
+    generated.git("update-ref", "refs/heads/topic/counters", new)
+    tvs, log = _gates(generated)
+    assert ("walk", "counters") in fakes.calls and ("walk", "names") in fakes.calls
+    assert tvs["counters"].bisect.builds[-1].subject == "lib/counter: return even more, amended"
+    assert not tvs["counters"].bisect.cached and not tvs["names"].bisect.cached
+    assert len(tvs["names"].bisect.builds) == 2
+    assert any(ln.startswith("gates topic/counters: bisect and warnings at ") for ln in log), log
+    fakes.calls.clear()
+    _gates(generated)
+    assert fakes.calls == []
+
+
+def test_failures_are_walked_again(generated, monkeypatch):
+    fakes = _Fakes(monkeypatch)
+    fakes.fail_bisect.add("counters")
+    fakes.fail_warnings.add("names")
+    tvs, _ = _gates(generated)
+    assert not tvs["counters"].bisect.ok and not tvs["names"].warnings.ok
+    assert tvs["names"].bisect.ok
+    fakes.calls.clear()
+    tvs, log = _gates(generated)
+    # counters failed bisect: walked again (its warnings were not made: it
+    # did not build); names passed bisect (cached), failed warnings: only
+    # the warnings again, on a head build instead of a walk.
+    assert ("walk", "counters") in fakes.calls
+    assert [c for c in fakes.calls if c[1] == "names"] == [
+        ("collect-start", "names"), ("head", "names"), ("collect-head", "names")]
+    assert tvs["names"].bisect.cached and not tvs["names"].warnings.cached
+    assert any("names: warnings at" in ln and "bisect cached" in ln for ln in log), log
+    assert not tvs["counters"].bisect.ok and not tvs["counters"].bisect.cached
+
+
+def test_one_gate_cached_serves_a_run_of_that_gate_only(generated, monkeypatch):
+    fakes = _Fakes(monkeypatch)
+    _gates(generated, warnings=False)
+    assert {c for c, _ in fakes.calls} == {"walk"}
+    fakes.calls.clear()
+    tvs, _ = _gates(generated, warnings=False)
+    assert fakes.calls == [] and tvs["names"].warnings is None
+    # --warnings later: only the warnings are made (the head built, not walked).
+    tvs, _ = _gates(generated)
+    assert {c for c, _ in fakes.calls} == {"collect-start", "head", "collect-head"}
+    assert tvs["counters"].bisect.cached and tvs["counters"].warnings.ok
+
+
+def test_check_branch_is_cached_when_the_gates_are(monkeypatch, tmp_path):
+    """ci's check stage says cached only when the gate verdicts came from the
+    cache too."""
+    pv = check.PatchVerdict("patches/x/1.patch", "x: y", False, cached=True)
+
+    def fake(m, wd, names, opts, log=None):
+        tv = check.TopicVerdict("x", "topic/x", patches=[pv])
+        if opts.bisect:
+            tv.bisect = bisectable.BisectResult(ok=True, cached=cached)
+        return [tv]
+    monkeypatch.setattr(check, "check_topics", fake)
+    for cached, status in ((True, R.CACHED), (False, R.PASS)):
+        st, _ = check.check_branch(None, None, "x", bisect=True)
+        assert st.status == status
+    cached = False
+    assert check.check_branch(None, None, "x")[0].status == R.CACHED
+
+
+# --- options a later commit of the topic adds --------------------------------
+
+def test_options_a_later_commit_adds_are_left_out_before_the_head(tmp_path, monkeypatch):
+    """The fragment describes the head: at an earlier commit an option that
+    does not exist yet cannot stick, and that is not the commit's failure;
+    an option that exists and does not stick still is."""
+    from ktopic import build as buildmod
+    from ktopic import kconfig
+    src = tmp_path / "src"
+    (src / "lib").mkdir(parents=True)
+    (src / "Kconfig").write_text('source "lib/Kconfig"\n')
+    (src / "lib" / "Kconfig").write_text("config SIX\n\tbool \"six\"\n"
+                                         "menuconfig SIX_MENU\n\tbool \"menu\"\n")
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e.org",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e.org")
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "one"]):
+        subprocess.run(["git", "-C", str(src), *cmd], check=True, env=env)
+    gd = src / ".git"
+    assert bisectable.undefined_symbols(gd, "HEAD", ["CONFIG_SIX", "CONFIG_SIX_MENU",
+                                                    "CONFIG_SIX_KUNIT", "CONFIG_SI"]) == \
+        ["CONFIG_SI", "CONFIG_SIX_KUNIT"]
+    frag = tmp_path / "six.config"
+    frag.write_text("# six\nCONFIG_SIX=y\nCONFIG_SIX_KUNIT=y\n# CONFIG_SIX_KUNIT_X is not set\n")
+    copies = bisectable.without_symbols([frag], ["CONFIG_SIX_KUNIT", "CONFIG_SIX_KUNIT_X"],
+                                        tmp_path / "out")
+    assert copies[0].read_text() == "# six\nCONFIG_SIX=y\n"
+
+    # build_commit: a value that did not stick, of an option the commit does
+    # not define, is left out and the commit built again.
+    seen = []
+
+    def fake_build(root, git_dir, req):
+        values = kconfig.requested_values(req.fragments)
+        seen.append(sorted(values))
+        missing = [f"{n}=y (got: not set)" for n in values if stick.get(n) is False]
+        cfg = kconfig.ConfigResult(config=tmp_path / ".config", fragment_hash="", config_hash="",
+                                   missing=missing)
+        return buildmod.BuildResult(name=req.name, ok=not missing, out=tmp_path, config=cfg,
+                                    error="config" if missing else "")
+    monkeypatch.setattr(buildmod, "build", fake_build)
+    plan = bisectable.Plan("six", "topic/six", start="s", head="h", fragments=[frag],
+                           build_name="topic_six")
+    wd = _WD(tmp_path)
+    wd.git_dir = gd
+    stick = {"CONFIG_SIX_KUNIT": False}
+    b = bisectable.build_commit(plan, wd, "HEAD", None)
+    assert b.ok and seen == [["CONFIG_SIX", "CONFIG_SIX_KUNIT", "CONFIG_SIX_KUNIT_X"],
+                             ["CONFIG_SIX", "CONFIG_SIX_KUNIT_X"]]
+    assert b.notes == ["not defined at this commit, left out: CONFIG_SIX_KUNIT"]
+    r = bisectable.BisectResult(ok=True, builds=[b], total=1)
+    assert "      note: not defined at this commit, left out: CONFIG_SIX_KUNIT" in r.render()
+    # at the head every value must stick
+    seen.clear()
+    head = bisectable.Plan("six", "topic/six", start="s", head="HEAD", fragments=[frag],
+                           build_name="topic_six")
+    assert not bisectable.build_commit(head, wd, "HEAD", None).ok and len(seen) == 1
+    # an option the commit defines that does not stick fails the commit
+    seen.clear()
+    stick = {"CONFIG_SIX": False}
+    b = bisectable.build_commit(plan, wd, "HEAD", None)
+    assert not b.ok and len(seen) == 1 and not b.notes

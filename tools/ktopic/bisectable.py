@@ -51,6 +51,7 @@ class CommitBuild:
     seconds: float = 0.0
     error: str = ""
     details: list[str] = field(default_factory=list)   # the compiler's lines
+    notes: list[str] = field(default_factory=list)     # config values left out, ...
 
 
 @dataclass
@@ -61,6 +62,7 @@ class BisectResult:
     first_bad: CommitBuild | None = None
     start_ok: bool | None = None     # built only when the first commit fails
     error: str = ""                  # could not walk at all
+    cached: bool = False             # the verdict came from gatecache
 
     def summary(self) -> str:
         if self.error:
@@ -74,10 +76,12 @@ class BisectResult:
     def render(self) -> list[str]:
         if self.error:
             return [f"bisect: FAIL: {self.error}"]
-        out = [f"bisect: {'ok' if self.ok else 'FAIL'}: {self.summary()}"]
+        out = [f"bisect: {'ok' if self.ok else 'FAIL'}: {self.summary()}"
+               + (" [cached]" if self.cached else "")]
         for b in self.builds:
             out.append(f"  {'ok  ' if b.ok else 'FAIL'} {b.commit[:12]} {b.subject} "
                        f"({b.seconds:.0f}s)")
+            out += [f"      note: {n}" for n in b.notes]
             if not b.ok:
                 out += [f"      {ln}" for ln in (b.details or [b.error])[:20]]
         if self.start_ok is False:
@@ -95,6 +99,14 @@ class BisectResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "BisectResult":
+        d = dict(d)
+        d["builds"] = [CommitBuild(**b) for b in d.get("builds", [])]
+        if d.get("first_bad") is not None:
+            d["first_bad"] = CommitBuild(**d["first_bad"])
+        return cls(**d)
 
 
 def first_error(lines: list[str]) -> str:
@@ -157,20 +169,78 @@ def _clean(lines: list[str], src: Path) -> list[str]:
     return [ln.replace(pre, "") for ln in lines]
 
 
+def undefined_symbols(git_dir: Path, commit: str, names: list[str]) -> list[str]:
+    """The CONFIG_ names no Kconfig file of commit defines (config or menuconfig)."""
+    bare = sorted({n.removeprefix("CONFIG_") for n in names})
+    if not bare:
+        return []
+    pat = r"^[[:space:]]*(menu)?config[[:space:]]+(" + "|".join(bare) + r")[[:space:]]*$"
+    p = subprocess.run(["git", f"--git-dir={git_dir}", "grep", "-h", "-E", "-e", pat, commit,
+                        "--", "Kconfig*", "*/Kconfig*"], capture_output=True, text=True)
+    found = {ln.split()[-1] for ln in p.stdout.splitlines() if ln.strip()}
+    return [f"CONFIG_{n}" for n in bare if n not in found]
+
+
+def without_symbols(fragments: list[Path], names: list[str], out: Path) -> list[Path]:
+    """Copies of the fragments (in out/) with the lines setting names left out."""
+    setting = re.compile(r"^\s*(?:(\w+)=|#\s*(\w+) is not set)")
+    out.mkdir(parents=True, exist_ok=True)
+    copies = []
+    for i, frag in enumerate(fragments):
+        keep = []
+        for ln in frag.read_text().splitlines():
+            m = setting.match(ln)
+            if not (m and (m.group(1) or m.group(2)) in names):
+                keep.append(ln)
+        copy = out / f"{i}-{frag.name}"
+        copy.write_text("\n".join(keep) + "\n")
+        copies.append(copy)
+    return copies
+
+
 def build_commit(p: Plan, wd, commit: str, parent: str | None, jobs: int = 0,
                  progress: bool = False) -> CommitBuild:
+    """Build one commit of the plan in its build directory.
+
+    The fragments describe the topic's head: an option the topic adds in a
+    later commit does not exist yet at this one, so its value cannot stick.
+    Before the head, such values (options no Kconfig file of the commit
+    defines) are left out and the commit is built again without them (a
+    note says which); every other value must still stick."""
+    root = Path(wd.root)
+    t0 = time.monotonic()
+    res = _build(p, wd, commit, parent, p.fragments, jobs, progress)
+    if isinstance(res, CommitBuild):
+        return res
+    notes = []
+    if not res.ok and commit != p.head and res.config is not None and res.config.missing:
+        missing = [x.split("=")[0] for x in res.config.missing]
+        absent = undefined_symbols(Path(wd.git_dir), commit, missing)
+        if absent:
+            notes.append(f"not defined at this commit, left out: {', '.join(absent)}")
+            frags = without_symbols(p.fragments, absent,
+                                    root / "cache" / "check" / "gates" / "fragments" / p.build_name)
+            res = _build(p, wd, commit, parent, frags, jobs, progress)
+            if isinstance(res, CommitBuild):
+                res.notes = notes
+                return res
+    return CommitBuild(commit, "", res.ok, time.monotonic() - t0, res.error,
+                       _clean(res.details, root / "src"), notes)
+
+
+def _build(p: Plan, wd, commit: str, parent: str | None, fragments: list[Path], jobs: int,
+           progress: bool):
+    """build.build() of one commit: its BuildResult, or a failed CommitBuild."""
     root = Path(wd.root)
     t0 = time.monotonic()
     req = buildmod.BuildRequest(name=p.build_name, commit=commit, base=parent,
-                                fragments=p.fragments, jobs=jobs, progress=progress,
+                                fragments=fragments, jobs=jobs, progress=progress,
                                 seed=root / "build" / buildmod.build_dir_name("base"))
     try:
-        res = buildmod.build(root, Path(wd.git_dir), req)
+        return buildmod.build(root, Path(wd.git_dir), req)
     except Failure as e:
         return CommitBuild(commit, "", False, time.monotonic() - t0, str(e).splitlines()[0],
                            str(e).splitlines()[:20])
-    return CommitBuild(commit, "", res.ok, res.seconds, res.error,
-                       _clean(res.details, root / "src"))
 
 
 def walk(p: Plan, wd, jobs: int = 0, progress: bool = False, log=None) -> BisectResult:

@@ -198,8 +198,9 @@ def _apply_waivers(pv: PatchVerdict, waivers) -> None:
 
 def check_topics(m, wd, names: list[str], opts: Options | None = None,
                  log=None) -> list[TopicVerdict]:
-    """Run the gates on the named topics (all when empty).  The caller holds
-    the work directory's lock when opts asks for builds."""
+    """Run the gates on the named topics (all when empty).  With opts.bisect
+    or opts.warnings the work directory's lock is taken for the topics that
+    the gate cache does not answer (gatecache.py)."""
     from .patchfile import parse
     opts = opts or Options()
     t0 = time.monotonic()
@@ -273,30 +274,80 @@ def check_topics(m, wd, names: list[str], opts: Options | None = None,
 
 def _build_gates(m, wd, verdicts: list[TopicVerdict], opts: Options, log) -> None:
     """--bisect and --warnings: one walk per topic in its build directory:
-    W=1/sparse of the start, every commit built, W=1/sparse of the head."""
+    W=1/sparse of the start, every commit built, W=1/sparse of the head.
+
+    A passing verdict is remembered by content (gatecache): a topic whose
+    start, head, config and toolchain are unchanged is not walked again,
+    and costs no lock either; the lock is taken only when something is
+    built (re-entrant: ci already holds it)."""
     from . import bisectable as bs
-    from . import new_warnings as wn
+    from .gatecache import GateCache
+    gates = [g for g, on in (("bisect", opts.bisect), ("warnings", opts.warnings)) if on]
+    cache = GateCache(wd)
+    todo = []
     for tv in verdicts:
         plan = bs.plan(m, wd, tv.topic)
         if plan.error:
-            if opts.bisect:
-                tv.bisect = bs.BisectResult(ok=False, error=plan.error)
-            if opts.warnings:
-                tv.warnings = wn.WarningsResult(ok=False, error=plan.error)
-            continue
-        before = wn.collect(plan, wd, at="start", jobs=opts.jobs, log=log) \
-            if opts.warnings else None
+            _walk(plan, wd, tv, cache, opts, log)      # says what is missing; builds nothing
+        elif not _from_cache(tv, plan, cache, gates, log):
+            todo.append(tv)
+    if not todo:
+        return
+    with wd.lock():
+        for tv in todo:
+            # Again under the lock: a run that held it may have moved the refs.
+            plan = bs.plan(m, wd, tv.topic)
+            if plan.error or not _from_cache(tv, plan, cache, gates, log):
+                _walk(plan, wd, tv, cache, opts, log)
+
+
+def _from_cache(tv: TopicVerdict, plan, cache, gates: list[str], log) -> bool:
+    """Take every requested verdict from the cache, or none."""
+    hits = {g: cache.load(g, plan) for g in gates}
+    if not all(hits.values()):
+        return False
+    tv.bisect, tv.warnings = hits.get("bisect"), hits.get("warnings")
+    if log:
+        log(f"gates {plan.branch}: cached: {' and '.join(gates)} passed at "
+            f"{plan.start[:12]}..{plan.head[:12]} ({len(plan.commits)} commit(s))")
+    return True
+
+
+def _walk(plan, wd, tv: TopicVerdict, cache, opts: Options, log) -> None:
+    """Run the requested gates that the cache does not answer; store what passes."""
+    from . import bisectable as bs
+    from . import new_warnings as wn
+    if plan.error:
         if opts.bisect:
-            tv.bisect = bs.walk(plan, wd, jobs=opts.jobs, progress=opts.progress, log=log)
-            built = tv.bisect.ok
-        else:
-            built = bs.build_head(plan, wd, jobs=opts.jobs, progress=opts.progress, log=log)
+            tv.bisect = bs.BisectResult(ok=False, error=plan.error)
         if opts.warnings:
-            if not built:
-                tv.warnings = wn.WarningsResult(ok=False, error="the branch does not build")
-            else:
-                after = wn.collect(plan, wd, at="head", jobs=opts.jobs, log=log)
-                tv.warnings = wn.compare(before, after)
+            tv.warnings = wn.WarningsResult(ok=False, error=plan.error)
+        return
+    hit_b = cache.load("bisect", plan) if opts.bisect else None
+    hit_w = cache.load("warnings", plan) if opts.warnings else None
+    need_b, need_w = opts.bisect and hit_b is None, opts.warnings and hit_w is None
+    if log:
+        run = [g for g, n in (("bisect", need_b), ("warnings", need_w)) if n]
+        log(f"gates {plan.branch}: {' and '.join(run)} at {plan.start[:12]}..{plan.head[:12]} "
+            f"({len(plan.commits)} commit(s))" + ("; bisect cached" if hit_b else "")
+            + ("; warnings cached" if hit_w else ""))
+    before = wn.collect(plan, wd, at="start", jobs=opts.jobs, log=log) if need_w else None
+    tv.bisect = hit_b
+    built = True
+    if need_b:
+        tv.bisect = bs.walk(plan, wd, jobs=opts.jobs, progress=opts.progress, log=log)
+        built = tv.bisect.ok
+        cache.store("bisect", plan, tv.bisect)
+    elif need_w:
+        built = bs.build_head(plan, wd, jobs=opts.jobs, progress=opts.progress, log=log)
+    tv.warnings = hit_w
+    if need_w:
+        if not built:
+            tv.warnings = wn.WarningsResult(ok=False, error="the branch does not build")
+        else:
+            after = wn.collect(plan, wd, at="head", jobs=opts.jobs, log=log)
+            tv.warnings = wn.compare(before, after)
+            cache.store("warnings", plan, tv.warnings)
 
 
 # ------------------------------------------------------------- rendering
@@ -371,8 +422,8 @@ def check_branch(manifest, workdir, topic: str, out_dir: Path | None = None,
     [results.Finding], "versions": {...}, "lines": the rendered report}.
     With out_dir, the report is written to out_dir/<branch-dir>/check.log
     and the StageResult's log points at it (relative to out_dir).  Builds
-    (bisect, warnings) need the work directory's lock: the caller holds it
-    (ci does)."""
+    (bisect, warnings) take the work directory's lock (ci already holds it;
+    the lock is re-entrant)."""
     t0 = time.monotonic()
     tv = check_topics(manifest, workdir, [topic],
                       Options(bisect=bisect, warnings=warnings, jobs=jobs, progress=False))[0]
@@ -387,7 +438,7 @@ def check_branch(manifest, workdir, topic: str, out_dir: Path | None = None,
         tmp.replace(d / "check.log")
         log = str((d / "check.log").relative_to(out_dir))
     all_cached = bool(tv.patches) and all(p.cached for p in tv.patches) and \
-        tv.bisect is None and tv.warnings is None
+        (tv.bisect is None or tv.bisect.cached) and (tv.warnings is None or tv.warnings.cached)
     status = R.FAIL if not tv.ok else (R.CACHED if all_cached else R.PASS)
     st = R.StageResult("check", status, time.monotonic() - t0, tv.summary(), log)
     return st, {"verdict": tv.to_dict(), "findings": findings(tv), "versions": tv.versions,

@@ -32,8 +32,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    import contextlib
-
     from . import check, manifest
     from .workdir import Workdir
     m = manifest.load(args.manifest)
@@ -45,13 +43,11 @@ def run(args) -> int:
     opts = check.Options(strict_all=args.strict, codespell=not args.no_codespell,
                          bisect=args.bisect, warnings=args.warnings, jobs=args.jobs,
                          progress=sys.stderr.isatty())
-    builds = args.bisect or args.warnings
-    # Builds share the worktree and build directories: take the lock.  The
-    # style gates only read the repository and their own content cache.
-    ctx = wd.lock() if builds else contextlib.nullcontext()
-    with ctx:
-        verdicts = check.check_topics(m, wd, args.topics, opts,
-                                      log=lambda s: print(s, file=sys.stderr, flush=True))
+    # The style gates only read the repository and their own content cache;
+    # the build gates take the work directory's lock for the topics their
+    # cache does not answer (an unchanged topic waits for no other run).
+    verdicts = check.check_topics(m, wd, args.topics, opts,
+                                  log=lambda s: print(s, file=sys.stderr, flush=True))
     for tv in verdicts:
         print("\n".join(check.render(tv, tools=False)))
     if verdicts:

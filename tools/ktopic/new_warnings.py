@@ -74,6 +74,7 @@ class WarningsResult:
     base_count: int = 0
     head_count: int = 0
     error: str = ""
+    cached: bool = False             # the verdict came from gatecache
 
     def summary(self) -> str:
         if self.error:
@@ -87,7 +88,8 @@ class WarningsResult:
     def render(self) -> list[str]:
         if self.error:
             return [f"warnings: FAIL: {self.error}"]
-        out = [f"warnings: {'ok' if self.ok else 'FAIL'}: {self.summary()}"]
+        out = [f"warnings: {'ok' if self.ok else 'FAIL'}: {self.summary()}"
+               + (" [cached]" if self.cached else "")]
         for d in self.new:
             out.append(f"  new {d.tool} {d.kind}: {d.where()}: {d.message}")
             out += [f"      {ln}" for ln in d.lines]
@@ -104,6 +106,12 @@ class WarningsResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "WarningsResult":
+        d = dict(d)
+        d["new"] = [Diagnostic(**x) for x in d.get("new", [])]
+        return cls(**d)
 
 
 def parse(text: str, src: Path, out: Path) -> list[Diagnostic]:
