@@ -16,6 +16,7 @@ from . import proofs
 from .errors import Failure
 from .gitutil import Git
 from .manifest import Manifest
+from .objstore import ObjectStore
 from .patchfile import PatchFile, parse
 from .stack import ApplyError, StackCache, Stacker
 from .workdir import Workdir
@@ -62,8 +63,9 @@ class Generator:
     def __init__(self, m: Manifest, wd: Workdir):
         self.m, self.wd = m, wd
         self.git = Git(wd.git_dir)
-        self.cache = StackCache(wd.path("stack-cache.json"), self.git)
-        self.stacker = Stacker(self.git, self.cache, wd.path("index-cache"))
+        self.store = ObjectStore(self.git)
+        self.cache = StackCache(wd.path("stack-cache.json"), self.git, self.store)
+        self.stacker = Stacker(self.git, self.cache, wd.path("index-cache"), self.store)
         self._patches: dict[str, list[PatchFile]] = {}
 
     def patches(self, name: str) -> list[PatchFile]:
@@ -90,6 +92,13 @@ class Generator:
     def run(self, names: list[str] | None = None, force: bool = False,
             integration: bool = True) -> Result:
         t0 = time.monotonic()
+        try:
+            return self._run(t0, names, force, integration)
+        finally:
+            # Git processes end with the run, interrupted or not.
+            self.stacker.close()
+
+    def _run(self, t0: float, names: list[str] | None, force: bool, integration: bool) -> Result:
         m, git = self.m, self.git
         base = base_commit(git)
         refs = git.refs()

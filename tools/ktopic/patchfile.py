@@ -43,8 +43,13 @@ class PatchFile:
         return self.subject + ("\n\n" + self.body if self.body else "") + "\n"
 
     @cached_property
+    def data(self) -> bytes:
+        """The patch file as it is on disk (what git apply reads)."""
+        return self.path.read_bytes()
+
+    @cached_property
     def sha256(self) -> str:
-        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+        return hashlib.sha256(self.data).hexdigest()
 
     @property
     def files(self) -> list[str]:
