@@ -78,30 +78,45 @@ class FastApply:
         self.store = store or ObjectStore(git)
         self._parsed: dict[bytes, dict] = {}      # tree id -> its entries
 
+    def _tree(self, oid: bytes) -> dict | None:
+        """The entries of a tree (None: not a tree), parsed once."""
+        if oid not in self._parsed:
+            got = self.store.objects([oid.hex()])[0]
+            if got is None or got[0] != "tree":
+                return None
+            self._parsed[oid] = _parse_tree(got[1])
+        return self._parsed[oid]
+
     def _read_trees(self, tree: str, dirs: list[str]) -> dict[str, dict | None]:
         """The entries of each directory of tree (None: it has no such
-        directory), read in one batch; a tree seen before is not parsed
-        again (the directories a series touches change little)."""
-        got = self.store.read([f"{tree}:{d}" if d else tree for d in dirs])
-        trees: dict[str, dict | None] = {}
-        for d, obj in zip(dirs, got):
-            if obj is None:
+        directory), found from the root down.  A directory this run has
+        seen or written is neither read nor parsed again: a series touches
+        the same few directories patch after patch."""
+        root = self._tree(bytes.fromhex(tree))
+        if root is None:
+            raise NotSimple(f"{tree} is not a tree")
+        trees: dict[str, dict | None] = {"": root}
+        for d in dirs:                   # parents before children
+            if not d:
+                continue
+            parent, _, name = d.rpartition("/")
+            entry = (trees.get(parent) or {}).get(name.encode())
+            if entry is None:
                 trees[d] = None
                 continue
-            kind, body = obj
-            if kind != "tree":
+            if entry[0] != TREE_MODE or (sub := self._tree(entry[1])) is None:
                 raise NotSimple(f"{d} is not a directory")
-            key = hashlib.sha1(b"tree %d\0" % len(body) + body).digest()
-            if key not in self._parsed:
-                self._parsed[key] = _parse_tree(body)
-            trees[d] = self._parsed[key]
+            trees[d] = sub
         return trees
 
-    def apply_exact(self, tree: str, data: bytes, search: bool = True) -> Applied:
+    def apply_exact(self, tree: str, data: bytes, search: bool = True,
+                    wait: bool = True) -> Applied:
         """The tree after the patch mail data, applied in Python; NotSimple
         unless every hunk's old lines are found exactly, in the order git
         apply looks for them (then the result is the one git apply gives).
-        search=False: only where git looks first (hunkapply.apply)."""
+        search=False: only where git looks first (hunkapply.apply).
+        wait=False: the new objects may still be on their way to git
+        (ObjectStore.write)."""
         try:
             diffs = hunkapply.parse(data)
         except hunkapply.Unusual as e:
@@ -112,7 +127,7 @@ class FastApply:
         trees = self._read_trees(tree, _dirs(paths))
         olds = [self._entry(trees, fd.old) if fd.old else None for fd in diffs]
         modes = [self._modes(trees, fd, old) for fd, old in zip(diffs, olds)]
-        blobs = self.store.read([e[1].hex() for e in olds if e is not None])
+        blobs = self.store.objects([e[1].hex() for e in olds if e is not None])
         if None in blobs:
             raise NotSimple("a blob the tree names is missing")
         contents = iter(blobs)
@@ -135,10 +150,10 @@ class FastApply:
                 now[fd.new] = (new_mode, old[1])
             else:
                 pending.append((fd.new, new_mode, after))
-        ids = self.store.write_blobs([c for _, _, c in pending])
+        ids = self.store.write_blobs([c for _, _, c in pending], wait=False)
         for (path, mode, _), oid in zip(pending, ids):
             now[path] = (mode, bytes.fromhex(oid))
-        return Applied(True, self._graft(tree, trees, paths, now))
+        return Applied(True, self._graft(tree, trees, paths, now, wait))
 
     @staticmethod
     def _entry(trees: dict, path: str) -> tuple[bytes, bytes] | None:
@@ -163,6 +178,7 @@ class FastApply:
 
     def apply(self, tree: str, patch: Path, paths: list[str], *args: str) -> Applied:
         """git apply --cached ARGS patch on tree; the new tree when it applied."""
+        self.store.sync()           # git apply reads what the store wrote
         if not paths or any(("\n" in p or "\t" in p or '"' in p) for p in paths):
             raise NotSimple("unusual paths")
         dirs = _dirs(paths)
@@ -197,7 +213,8 @@ class FastApply:
             now[path.decode()] = (mode, bytes.fromhex(oid.decode()))
         return Applied(True, self._graft(tree, trees, paths, now))
 
-    def _graft(self, tree: str, trees: dict, paths: list[str], now: dict) -> str:
+    def _graft(self, tree: str, trees: dict, paths: list[str], now: dict,
+               wait: bool = True) -> str:
         """The tree with paths set as in now (absent: deleted)."""
         # Every touched path lives in a directory read above; new paths may
         # need directories that do not exist yet (a missing tree is empty).
@@ -233,7 +250,8 @@ class FastApply:
             body = _tree_bytes(entries)
             ids[d] = hashlib.sha1(b"tree %d\0" % len(body) + body).digest()
             batch.append(body)
-        out = self.store.write_trees(batch)
+            self._parsed[ids[d]] = entries
+        out = self.store.write_trees(batch, wait)
         root = ids[""].hex()
         if not out or out[-1] != root:
             raise NotSimple("tree ids differ from git's")

@@ -17,7 +17,7 @@ from .errors import Failure
 from .gitutil import Git
 from .manifest import Manifest
 from .objstore import ObjectStore
-from .patchfile import PatchFile, parse
+from .patchfile import PatchFile, parse_many
 from .stack import ApplyError, StackCache, Stacker
 from .workdir import Workdir
 
@@ -56,7 +56,7 @@ def base_commit(git: Git) -> str:
 
 
 def load_patches(m: Manifest, name: str) -> list[PatchFile]:
-    return [parse(p.path, f"patches/{name}/{p.rel}") for p in m.topics[name].patches]
+    return parse_many([(p.path, f"patches/{name}/{p.rel}") for p in m.topics[name].patches])
 
 
 class Generator:
@@ -72,6 +72,15 @@ class Generator:
         if name not in self._patches:
             self._patches[name] = load_patches(self.m, name)
         return self._patches[name]
+
+    def load(self, names: list[str]) -> None:
+        """Parse the patches of these topics all at once (in parallel),
+        in the order a run would parse them one topic at a time."""
+        todo = [n for n in dict.fromkeys(names) if n not in self._patches]
+        items = [(p.path, f"patches/{n}/{p.rel}") for n in todo for p in self.m.topics[n].patches]
+        parsed = iter(parse_many(items))
+        for n in todo:
+            self._patches[n] = [next(parsed) for _ in self.m.topics[n].patches]
 
     def start_of(self, base: str, name: str) -> str:
         """Where a topic's own patches go: base plus its dependencies."""
@@ -115,6 +124,7 @@ class Generator:
                 o.error = f"topic {name}: not generated: it depends on {', '.join(bad)}, which failed"
                 failed.add(name)
             else:
+                self.load([*m.closure(name), name])
                 try:
                     o.head = self.head_of(base, name)
                 except ApplyError as e:

@@ -13,6 +13,7 @@ or the interpreter exiting) ends them.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -23,6 +24,7 @@ from .gitutil import Git, GitError
 
 CHUNK = 32 * 1024     # bytes of object names written before the objects are read
 GROUP = 512           # objects written before their ids are read
+CACHE_BYTES = 256 << 20   # object contents kept in memory, at most
 
 
 class _Proc:
@@ -87,6 +89,9 @@ class ObjectStore:
         self._procs: dict[str, _Proc] = {}
         self._tmp: list[str] = []          # the private directory, once made
         self._n = 0
+        self._pending: list[tuple[_Proc, str, str]] = []   # written, not yet answered
+        self._cache: dict[str, tuple[str, bytes]] = {}
+        self._cached_bytes = 0
         weakref.finalize(self, _close_all, self._procs, self._tmp)
 
     @property
@@ -101,8 +106,10 @@ class ObjectStore:
         return self._procs[name]
 
     def close(self) -> None:
-        """End the processes and remove the directory; both come back if
+        """End the processes (git stores what it was sent before it reads
+        the end of its input) and remove the directory; both come back if
         the store is used again."""
+        self._pending.clear()
         _close_all(self._procs, self._tmp)
 
     # --- reading ---------------------------------------------------------------
@@ -110,6 +117,7 @@ class ObjectStore:
     def read(self, specs: list[str]) -> list[tuple[str, bytes] | None]:
         """(type, content) of each object name (anything `git cat-file`
         takes, e.g. TREE:PATH), None where there is no such object."""
+        self.sync()
         p = self._proc("cat-file", "cat-file", "--batch")
         if any("\n" in s for s in specs):
             raise ValueError("an object name with a newline")
@@ -146,42 +154,74 @@ class ObjectStore:
 
     # --- writing ---------------------------------------------------------------
 
-    def _ids(self, p: _Proc, items: list[bytes]) -> list[str]:
-        """Send each item, read one id per item.  Answers are 41 bytes: a
-        group of GROUP never fills the pipe git answers through while we
-        are still writing, so neither side waits on the other."""
-        ids: list[str] = []
-        for i in range(0, len(items), GROUP):
-            group = items[i:i + GROUP]
-            p.send(b"".join(group))
-            ids += [p.line().decode() for _ in group]
-        return ids
+    def write(self, kind: str, datas: list[bytes], wait: bool = True) -> list[str]:
+        """Store each content as an object of kind (blob, tree or commit;
+        git checks trees and commits are well formed); their ids, in order.
 
-    def _hash_files(self, kind: str, datas: list[bytes]) -> list[str]:
+        The ids are computed here, so with wait=False nothing waits for
+        git: its answers are read, and checked against them, at the next
+        sync() (which read() does first, so this store always sees what it
+        wrote; any other reader of the repository must sync() first)."""
         p = self._proc("hash-object " + kind, "hash-object", "-t", kind, "-w", "--no-filters",
                        "--stdin-paths")
-        paths = []
-        try:
-            for data in datas:
-                self._n += 1
-                path = os.path.join(self.tmp, f"{kind}-{self._n}")
-                with open(path, "wb") as f:
-                    f.write(data)
-                paths.append(path)
-            return self._ids(p, [os.fsencode(x) + b"\n" for x in paths])
-        finally:
-            for path in paths:
-                os.unlink(path)
+        ids, lines = [], []
+        for data in datas:
+            oid = hashlib.sha1(b"%s %d\0" % (kind.encode(), len(data)) + data).hexdigest()
+            self._n += 1
+            path = os.path.join(self.tmp, f"{kind}-{self._n}")
+            with open(path, "wb") as f:
+                f.write(data)
+            self._pending.append((p, oid, path))
+            self.remember(oid, kind, data)
+            ids.append(oid)
+            lines.append(os.fsencode(path) + b"\n")
+        p.send(b"".join(lines))
+        # Answers are 41 bytes: GROUP of them never fill the pipe git
+        # answers through, so git never waits for us to read them.
+        if wait or len(self._pending) > GROUP:
+            self.sync()
+        return ids
 
-    def write_blobs(self, datas: list[bytes]) -> list[str]:
-        """Store each content as a blob; their ids, in order."""
-        return self._hash_files("blob", datas)
+    def sync(self) -> None:
+        """Wait until git has stored everything written so far."""
+        pending, self._pending = self._pending, []
+        for i, (p, oid, path) in enumerate(pending):
+            try:
+                got = p.line().decode()
+            except BaseException:
+                self._pending = pending[i:]
+                raise
+            os.unlink(path)
+            if got != oid:
+                raise GitError(p.args, 0, f"git stored {got} where {oid} was expected")
 
-    def write_commit(self, data: bytes) -> str:
-        """Store a commit object (git checks its format); its id."""
-        return self._hash_files("commit", [data])[0]
+    def write_blobs(self, datas: list[bytes], wait: bool = True) -> list[str]:
+        return self.write("blob", datas, wait)
 
-    def write_trees(self, bodies: list[bytes]) -> list[str]:
-        """Store tree objects given in git's binary form (git checks that
-        each entry is well formed); their ids, in order."""
-        return self._hash_files("tree", bodies)
+    def write_trees(self, bodies: list[bytes], wait: bool = True) -> list[str]:
+        """Trees in git's binary form."""
+        return self.write("tree", bodies, wait)
+
+    def write_commit(self, data: bytes, wait: bool = True) -> str:
+        return self.write("commit", [data], wait)[0]
+
+    # --- what was read or written, by id ----------------------------------------
+
+    def remember(self, oid: str, kind: str, data: bytes) -> None:
+        """Keep an object's content: a series reads back, patch after
+        patch, the files and directories the patch before wrote."""
+        if self._cached_bytes + len(data) > CACHE_BYTES:
+            self._cache.clear()
+            self._cached_bytes = 0
+        if oid not in self._cache:
+            self._cache[oid] = (kind, data)
+            self._cached_bytes += len(data)
+
+    def objects(self, oids: list[str]) -> list[tuple[str, bytes] | None]:
+        """(type, content) of each object id, from what this store has
+        seen, else from git (one batch)."""
+        missing = [o for o in dict.fromkeys(oids) if o not in self._cache]
+        for oid, got in zip(missing, self.read(missing) if missing else []):
+            if got is not None:
+                self.remember(oid, *got)
+        return [self._cache.get(o) for o in oids]

@@ -80,6 +80,7 @@ class Stacker:
         self.fast = FastApply(git, self.store)
         self._trees: dict[str, str] = {}
         self._settings: set[str] | None = None
+        self._deferred = False    # inside stack(): writes need not be waited for
 
     def close(self) -> None:
         """End the git processes (they start again if needed)."""
@@ -125,11 +126,19 @@ class Stacker:
                 return head
             self.cache.map.clear()
             return self.stack(parent, patches)
-        for p in pending:
-            r = self.apply(head, p)
-            if not r.ok:
-                raise self._explain(p, r.stderr)
-            head = self.commit(r.tree, head, p)
+        # Within the series nothing waits for git to store what was made:
+        # the next patch reads it back from the store's memory.  It is all
+        # stored before the commit is returned.
+        self._deferred = True
+        try:
+            for p in pending:
+                r = self.apply(head, p)
+                if not r.ok:
+                    raise self._explain(p, r.stderr)
+                head = self.commit(r.tree, head, p)
+            self.store.sync()
+        finally:
+            self._deferred = False
         return head
 
     def apply(self, head: str, p: PatchFile, *args: str) -> Applied:
@@ -138,13 +147,15 @@ class Stacker:
         if not args:
             try:
                 return self.fast.apply_exact(self.tree_of(head), p.data,
-                                             search="apply.ignorewhitespace" not in self._config())
+                                             search="apply.ignorewhitespace" not in self._config(),
+                                             wait=not self._deferred)
             except NotSimple:
                 pass
         try:
             return self.fast.apply(self.tree_of(head), p.path, p.paths, *args)
         except NotSimple:
             pass
+        self.store.sync()
         with tempfile.TemporaryDirectory(prefix="ktopic-index-") as tmp:
             index = os.path.join(tmp, "index")
             env = {"GIT_INDEX_FILE": index}
@@ -163,8 +174,9 @@ class Stacker:
         data = commitobj.commit_bytes(tree, parent, p.author, p.email, p.date, p.message) \
             if plain else None
         if data is not None:
-            commit = self.store.write_commit(data)
+            commit = self.store.write_commit(data, wait=not self._deferred)
         else:
+            self.store.sync()
             commit = self.git.run("commit-tree", tree, "-p", parent, input=p.message,
                                   env=p.ident_env()).strip()
         self._trees[commit] = tree
