@@ -23,6 +23,11 @@ NAME = rb"[\x21\x23-\x7e]+"     # printable ASCII but a quote: names git writes 
 HEADER = re.compile(rb"diff --git a/(%s) b/(%s)\n" % (NAME, NAME))
 HUNK = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 INDEX = re.compile(rb"index [0-9a-f]+\.\.[0-9a-f]+(?: ([0-7]+))?\n")
+# Header lines git reads that are not applied here (copies, rewrites).
+OTHER_HEADERS = (b"copy from ", b"copy to ", b"rename old ", b"rename new ", b"dissimilarity index ",
+                 b"similarity index ", b"rename from ", b"rename to ", b"index ")
+# Lines that make git read what follows as a diff of another kind.
+DIFF_LIKE = (b"@@ -", b"--- ", b"+++ ", b"GIT binary patch", b"Binary files ")
 MODE_LINES = {b"old mode ": "old_mode", b"new mode ": "new_mode",
               b"deleted file mode ": "old_mode", b"new file mode ": "new_mode"}
 
@@ -87,7 +92,7 @@ def _skip(lines: list[bytes], i: int) -> int:
     the diffstat, the signature) must not hold what git apply would read
     as a diff of another kind or a stray hunk."""
     while i < len(lines) and not lines[i].startswith(b"diff --git "):
-        if lines[i].startswith((b"@@ -", b"--- ", b"+++ ", b"GIT binary patch")):
+        if lines[i].startswith(DIFF_LIKE):
             raise Unusual(f"diff-like line outside a git diff: {lines[i][:40]!r}")
         i += 1
     return i
@@ -125,8 +130,10 @@ def _file(lines: list[bytes], i: int) -> tuple[FileDiff, int]:
             renamed[k.decode()] = v.decode("utf-8", "replace")
         elif re.fullmatch(rb"similarity index \d+%\n", line):
             pass
-        else:
+        elif line.startswith(OTHER_HEADERS):
             raise Unusual(f"header line {line[:40]!r}")
+        else:
+            break               # not a header line: git ends the header here too
         i += 1
     if new and deleted:
         raise Unusual("new and deleted")

@@ -56,9 +56,14 @@ class _Proc:
         return out
 
     def fail(self):
-        self.close()
         self.err.seek(0)
-        raise GitError(self.args, self.p.returncode, self.err.read().decode(errors="replace"))
+        err = self.err.read().decode(errors="replace")
+        self.close()
+        raise GitError(self.args, self.p.returncode, err)
+
+    @property
+    def alive(self) -> bool:
+        return not self.err.closed
 
     def close(self) -> None:
         if self.p.poll() is None:
@@ -101,7 +106,7 @@ class ObjectStore:
         return self._tmp[0]
 
     def _proc(self, name: str, *args: str) -> _Proc:
-        if name not in self._procs:
+        if name not in self._procs or not self._procs[name].alive:
             self._procs[name] = _Proc(self.git, list(args), self.tmp)
         return self._procs[name]
 
@@ -185,15 +190,16 @@ class ObjectStore:
     def sync(self) -> None:
         """Wait until git has stored everything written so far."""
         pending, self._pending = self._pending, []
-        for i, (p, oid, path) in enumerate(pending):
-            try:
+        try:
+            for p, oid, path in pending:
                 got = p.line().decode()
-            except BaseException:
-                self._pending = pending[i:]
-                raise
-            os.unlink(path)
-            if got != oid:
-                raise GitError(p.args, 0, f"git stored {got} where {oid} was expected")
+                if got != oid:
+                    raise GitError(p.args, 0, f"git stored {got} where {oid} was expected")
+        finally:
+            # After an error what is left is unknown: nothing waits for it.
+            for _, _, path in pending:
+                if os.path.exists(path):
+                    os.unlink(path)
 
     def write_blobs(self, datas: list[bytes], wait: bool = True) -> list[str]:
         return self.write("blob", datas, wait)
