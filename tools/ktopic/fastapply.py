@@ -87,6 +87,44 @@ class FastApply:
             self._parsed[oid] = _parse_tree(got[1])
         return self._parsed[oid]
 
+    def _known_tree(self, oid: bytes) -> dict | None:
+        """A tree's entries if this run has them in memory, else None."""
+        if oid not in self._parsed:
+            got = self.store.cached(oid.hex())
+            if got is None or got[0] != "tree":
+                return None
+            self._parsed[oid] = _parse_tree(got[1])
+        return self._parsed[oid]
+
+    def _in_memory(self, tree: str, path: str) -> bool:
+        """Whether finding path in tree needs nothing from git (a path that
+        is not there, or is not what it should be, needs nothing either)."""
+        t = self._known_tree(bytes.fromhex(tree))
+        parts = path.split("/")
+        for i, name in enumerate(parts):
+            if t is None:
+                return False
+            entry = t.get(name.encode())
+            if entry is None:
+                return True
+            if i == len(parts) - 1:
+                return entry[0] == TREE_MODE and self._known_tree(entry[1]) is not None \
+                    or entry[0] != TREE_MODE and self.store.cached(entry[1].hex()) is not None
+            if entry[0] != TREE_MODE:
+                return True
+            t = self._known_tree(entry[1])
+        return True
+
+    def prefetch(self, tree: str, paths: list[str]) -> None:
+        """Read, in one request, the directories and files of paths in tree
+        that this run has not seen: the patches of a series then find them
+        all in memory, instead of asking git patch after patch."""
+        specs = [] if self._known_tree(bytes.fromhex(tree)) is not None else [tree]
+        specs += [f"{tree}:{p}" for p in _dirs(paths)[1:] + list(dict.fromkeys(paths))
+                  if "\n" not in p and not self._in_memory(tree, p)]
+        if specs:
+            self.store.read(specs)
+
     def _read_trees(self, tree: str, dirs: list[str]) -> dict[str, dict | None]:
         """The entries of each directory of tree (None: it has no such
         directory), found from the root down.  A directory this run has

@@ -17,7 +17,7 @@ from .errors import Failure
 from .gitutil import Git
 from .manifest import Manifest
 from .objstore import ObjectStore
-from .patchfile import PatchFile, parse_many
+from .patchfile import Mailinfo, PatchFile, parse_many
 from .stack import ApplyError, StackCache, Stacker
 from .workdir import Workdir
 
@@ -67,20 +67,41 @@ class Generator:
         self.cache = StackCache(wd.path("stack-cache.json"), self.git, self.store)
         self.stacker = Stacker(self.git, self.cache, wd.path("index-cache"), self.store)
         self._patches: dict[str, list[PatchFile]] = {}
+        self._parsing: dict[str, list[Mailinfo]] = {}
 
     def patches(self, name: str) -> list[PatchFile]:
         if name not in self._patches:
-            self._patches[name] = load_patches(self.m, name)
+            if name in self._parsing:
+                running = self._parsing.pop(name)
+                try:
+                    self._patches[name] = [m.result() for m in running]
+                finally:
+                    for m in running:
+                        m.stop()
+            else:
+                self._patches[name] = load_patches(self.m, name)
         return self._patches[name]
 
-    def load(self, names: list[str]) -> None:
-        """Parse the patches of these topics all at once (in parallel),
-        in the order a run would parse them one topic at a time."""
-        todo = [n for n in dict.fromkeys(names) if n not in self._patches]
-        items = [(p.path, f"patches/{n}/{p.rel}") for n in todo for p in self.m.topics[n].patches]
-        parsed = iter(parse_many(items))
-        for n in todo:
-            self._patches[n] = [next(parsed) for _ in self.m.topics[n].patches]
+    def start_parsing(self, names: list[str], most: int = 64) -> None:
+        """Start `git mailinfo` on the patches of these topics, all at once
+        (up to most of them), while the run does other things.  Results,
+        and errors, are taken by patches(), topic by topic, in the order a
+        run asks for them: a topic never asked for (its dependency failed)
+        reports nothing, as before."""
+        for n in dict.fromkeys(names):
+            todo = self.m.topics[n].patches
+            if n in self._patches or n in self._parsing or not todo or len(todo) > most:
+                continue
+            most -= len(todo)
+            self._parsing[n] = []
+            for p in todo:
+                self._parsing[n].append(Mailinfo(p.path, f"patches/{n}/{p.rel}"))
+
+    def stop_parsing(self) -> None:
+        for running in self._parsing.values():
+            for m in running:
+                m.stop()
+        self._parsing.clear()
 
     def start_of(self, base: str, name: str) -> str:
         """Where a topic's own patches go: base plus its dependencies."""
@@ -105,6 +126,7 @@ class Generator:
             return self._run(t0, names, force, integration)
         finally:
             # Git processes end with the run, interrupted or not.
+            self.stop_parsing()
             self.stacker.close()
 
     def _run(self, t0: float, names: list[str] | None, force: bool, integration: bool) -> Result:
@@ -113,6 +135,8 @@ class Generator:
         refs = git.refs()
         selected = names or list(m.topics)
         wanted = [n for n in m.order if n in selected]
+        self.start_parsing([t for n in wanted for t in (*m.closure(n), n)] +
+                           (list(m.integration.topics) if integration and not names else []))
         proofs.verify(m, git, base, wanted)
         result = Result()
         failed: set[str] = set()
@@ -124,7 +148,6 @@ class Generator:
                 o.error = f"topic {name}: not generated: it depends on {', '.join(bad)}, which failed"
                 failed.add(name)
             else:
-                self.load([*m.closure(name), name])
                 try:
                     o.head = self.head_of(base, name)
                 except ApplyError as e:

@@ -143,6 +143,7 @@ class ObjectStore:
                     continue
                 body = p.read(int(header[2]) + 1)[:-1]
                 out.append((header[1].decode(), body))
+                self.remember(header[0].decode(), header[1].decode(), body)
             i += n
         return out
 
@@ -222,6 +223,10 @@ class ObjectStore:
         if oid not in self._cache:
             self._cache[oid] = (kind, data)
             self._cached_bytes += len(data)
+
+    def cached(self, oid: str) -> tuple[str, bytes] | None:
+        """(type, content) of an object this store has in memory, else None."""
+        return self._cache.get(oid)
 
     def objects(self, oids: list[str]) -> list[tuple[str, bytes] | None]:
         """(type, content) of each object id, from what this store has

@@ -80,13 +80,14 @@ class PatchFile:
         return hs[0] if len(hs) == 1 else None
 
 
-class _Mailinfo:
+class Mailinfo:
     """One `git mailinfo` run on a patch file, started now, read later."""
 
     def __init__(self, path: Path, display: str):
         self.path, self.display = Path(path), display
         self.tmp = tempfile.TemporaryDirectory(prefix="ktopic-mailinfo-")
         self.msg, self.patch = Path(self.tmp.name, "msg"), Path(self.tmp.name, "patch")
+        self.done = False
         try:
             with open(path, "rb") as f:
                 self.p = subprocess.Popen(["git", "mailinfo", "-u", str(self.msg), str(self.patch)],
@@ -96,6 +97,7 @@ class _Mailinfo:
             raise
 
     def result(self) -> PatchFile:
+        self.done = True
         try:
             out, err = self.p.communicate()
             if self.p.returncode != 0:
@@ -112,6 +114,10 @@ class _Mailinfo:
         return _patch(self.path, self.display, info, body, diff)
 
     def stop(self) -> None:
+        """End the run if its result was not taken."""
+        if self.done:
+            return
+        self.done = True
         if self.p.poll() is None:
             self.p.kill()
         self.p.communicate()
@@ -119,7 +125,7 @@ class _Mailinfo:
 
 
 def parse(path: Path, display: str | None = None) -> PatchFile:
-    return _Mailinfo(path, display or str(path)).result()
+    return Mailinfo(path, display or str(path)).result()
 
 
 def parse_many(items: list[tuple[Path, str]], jobs: int = 8) -> list[PatchFile]:
@@ -127,12 +133,12 @@ def parse_many(items: list[tuple[Path, str]], jobs: int = 8) -> list[PatchFile]:
     on a loaded machine a dozen mails cost the time of a few.  The first
     bad mail in the list is the error raised, as with parse() in a loop."""
     out: list[PatchFile] = []
-    running: list[_Mailinfo] = []
+    running: list[Mailinfo] = []
     todo = list(items)
     try:
         while todo or running:
             while todo and len(running) < jobs:
-                running.append(_Mailinfo(*todo.pop(0)))
+                running.append(Mailinfo(*todo.pop(0)))
             out.append(running.pop(0).result())
     finally:
         for m in running:

@@ -131,6 +131,7 @@ class Stacker:
         # stored before the commit is returned.
         self._deferred = True
         try:
+            self.fast.prefetch(self.tree_of(head), [f for p in pending for f in p.paths])
             for p in pending:
                 r = self.apply(head, p)
                 if not r.ok:
