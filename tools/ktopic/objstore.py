@@ -3,12 +3,12 @@
 Starting git costs milliseconds (more on a loaded machine); reading a tree
 or writing a blob through a process that is already running costs tens of
 microseconds.  Generation reads and writes a few objects per patch, so one
-`git cat-file --batch` reads them all, one `git hash-object --stdin-paths -w`
-per object type writes blobs, trees and commits (from files in a private
-temporary directory, without filters: the bytes given are the bytes
-stored).  Git stays the only writer of the repository.  Each
-process starts when first needed; close() (or the object being collected,
-or the interpreter exiting) ends them.
+`git cat-file --batch` reads them all, and one `git hash-object
+--stdin-paths -w` per object type writes blobs, trees and commits (from
+files in a private temporary directory, without filters: the bytes given
+are the bytes stored).  Git stays the only writer of the repository.
+Each process starts when first needed; close() (or the store being
+collected, or the interpreter exiting) ends them.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class _Proc:
         return out
 
     def fail(self):
+        self._end()                 # git has said all it will say
         self.err.seek(0)
         err = self.err.read().decode(errors="replace")
         self.close()
@@ -65,17 +66,21 @@ class _Proc:
     def alive(self) -> bool:
         return not self.err.closed
 
+    def _end(self) -> None:
+        """Close git's input (it stores what it was sent, then exits) and
+        wait for it; a git that does not exit is killed."""
+        try:
+            self.p.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.p.wait(5)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
     def close(self) -> None:
-        if self.p.poll() is None:
-            try:
-                self.p.stdin.close()
-            except BrokenPipeError:
-                pass
-            try:
-                self.p.wait(5)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+        self._end()
         self.p.stdout.close()
         self.err.close()
 
