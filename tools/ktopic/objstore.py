@@ -100,6 +100,7 @@ class ObjectStore:
         self._tmp: list[str] = []          # the private directory, once made
         self._n = 0
         self._pending: list[tuple[_Proc, str, str]] = []   # written, not yet answered
+        self._unsent: dict[_Proc, list[bytes]] = {}        # files git has not been told of
         self._cache: dict[str, tuple[str, bytes]] = {}
         self._cached_bytes = 0
         weakref.finalize(self, _close_all, self._procs, self._tmp)
@@ -119,6 +120,10 @@ class ObjectStore:
         """End the processes (git stores what it was sent before it reads
         the end of its input) and remove the directory; both come back if
         the store is used again."""
+        try:
+            self._send()
+        except GitError:
+            pass                    # what failed failed; the caller is ending anyway
         self._pending.clear()
         _close_all(self._procs, self._tmp)
 
@@ -170,9 +175,12 @@ class ObjectStore:
         git checks trees and commits are well formed); their ids, in order.
 
         The ids are computed here, so with wait=False nothing waits for
-        git: its answers are read, and checked against them, at the next
-        sync() (which read() does first, so this store always sees what it
-        wrote; any other reader of the repository must sync() first)."""
+        git, nor even wakes it: the objects are sent at the next sync()
+        (which read() does first, so this store always sees what it
+        wrote; any other reader of the repository must sync() first), and
+        git's answers read and checked against them then.  On a loaded
+        machine every wake-up of a git process costs a turn of the
+        scheduler."""
         p = self._proc("hash-object " + kind, "hash-object", "-t", kind, "-w", "--no-filters",
                        "--stdin-paths")
         ids, lines = [], []
@@ -183,20 +191,25 @@ class ObjectStore:
             with open(path, "wb") as f:
                 f.write(data)
             self._pending.append((p, oid, path))
+            self._unsent.setdefault(p, []).append(os.fsencode(path) + b"\n")
             self.remember(oid, kind, data)
             ids.append(oid)
-            lines.append(os.fsencode(path) + b"\n")
-        p.send(b"".join(lines))
         # Answers are 41 bytes: GROUP of them never fill the pipe git
         # answers through, so git never waits for us to read them.
         if wait or len(self._pending) > GROUP:
             self.sync()
         return ids
 
+    def _send(self) -> None:
+        unsent, self._unsent = self._unsent, {}
+        for p, lines in unsent.items():
+            p.send(b"".join(lines))
+
     def sync(self) -> None:
         """Wait until git has stored everything written so far."""
         pending, self._pending = self._pending, []
         try:
+            self._send()
             for p, oid, path in pending:
                 got = p.line().decode()
                 if got != oid:

@@ -126,9 +126,15 @@ class Stacker:
                 return head
             self.cache.map.clear()
             return self.stack(parent, patches)
+        if head != parent and not self.cache.exists(head):
+            # The chain's cached part ends at a commit that is not there:
+            # make it all again rather than build on nothing.
+            self.cache.map.clear()
+            return self.stack(parent, patches)
         # Within the series nothing waits for git to store what was made:
         # the next patch reads it back from the store's memory.  It is all
-        # stored before the commit is returned.
+        # stored before the commit is returned, or the error raised (the
+        # stack cache names the commits made before a patch that fails).
         self._deferred = True
         try:
             self.fast.prefetch(self.tree_of(head), [f for p in pending for f in p.paths])
@@ -137,9 +143,12 @@ class Stacker:
                 if not r.ok:
                     raise self._explain(p, r.stderr)
                 head = self.commit(r.tree, head, p)
+        except Exception:
             self.store.sync()
+            raise
         finally:
             self._deferred = False
+        self.store.sync()
         return head
 
     def apply(self, head: str, p: PatchFile, *args: str) -> Applied:
