@@ -239,3 +239,24 @@ def test_import_mbox_of_nothing(generated, ktopic, tmp_path):
 def test_unknown_topic_argument(generated, ktopic, topic):
     r = ktopic(*generated.args("generate", topic))
     assert r.status == 2 and "no topic 'nosuch'" in r.err
+
+
+def test_mails_are_parsed_ahead_but_reported_in_order(generated, ktopic, patches_text):
+    """mailinfo runs ahead for every topic, but a bad mail is reported only
+    when its topic is generated: not for a topic whose dependency failed."""
+    root = generated.root / "patches"
+    (root / "counters/0002-lib-counter-return-even-more.patch").write_text(
+        patches_text["counters/0002-lib-counter-return-even-more.patch"]
+        .replace("-int counter_30(void) { return 30; }", "-int counter_30(void) { return 31; }"))
+    names = root / "names/0001-lib-names-rename.patch"
+    names.write_text("".join(ln for ln in names.read_text().splitlines(keepends=True)
+                             if not ln.startswith("From: ")))
+    r = ktopic(*generated.args("generate"))
+    assert r.status == 1, r
+    assert "names: not generated: it depends on counters" in r.err
+    assert "no Author" not in r.err
+    (root / "counters/0002-lib-counter-return-even-more.patch").write_text(
+        patches_text["counters/0002-lib-counter-return-even-more.patch"])
+    r = ktopic(*generated.args("generate"))
+    assert r.status == 2 and r.err.strip() == \
+        "ktopic: patches/names/0001-lib-names-rename.patch:1: patch mail has no Author", r

@@ -16,7 +16,8 @@ from . import proofs
 from .errors import Failure
 from .gitutil import Git
 from .manifest import Manifest
-from .patchfile import PatchFile, parse
+from .objstore import ObjectStore
+from .patchfile import Mailinfo, PatchFile, parse_many
 from .stack import ApplyError, StackCache, Stacker
 from .workdir import Workdir
 
@@ -55,21 +56,52 @@ def base_commit(git: Git) -> str:
 
 
 def load_patches(m: Manifest, name: str) -> list[PatchFile]:
-    return [parse(p.path, f"patches/{name}/{p.rel}") for p in m.topics[name].patches]
+    return parse_many([(p.path, f"patches/{name}/{p.rel}") for p in m.topics[name].patches])
 
 
 class Generator:
     def __init__(self, m: Manifest, wd: Workdir):
         self.m, self.wd = m, wd
         self.git = Git(wd.git_dir)
-        self.cache = StackCache(wd.path("stack-cache.json"), self.git)
-        self.stacker = Stacker(self.git, self.cache, wd.path("index-cache"))
+        self.store = ObjectStore(self.git)
+        self.cache = StackCache(wd.path("stack-cache.json"), self.git, self.store)
+        self.stacker = Stacker(self.git, self.cache, wd.path("index-cache"), self.store)
         self._patches: dict[str, list[PatchFile]] = {}
+        self._parsing: dict[str, list[Mailinfo]] = {}
 
     def patches(self, name: str) -> list[PatchFile]:
         if name not in self._patches:
-            self._patches[name] = load_patches(self.m, name)
+            if name in self._parsing:
+                running = self._parsing.pop(name)
+                try:
+                    self._patches[name] = [m.result() for m in running]
+                finally:
+                    for m in running:
+                        m.stop()
+            else:
+                self._patches[name] = load_patches(self.m, name)
         return self._patches[name]
+
+    def start_parsing(self, names: list[str], most: int = 64) -> None:
+        """Start `git mailinfo` on the patches of these topics, all at once
+        (up to most of them), while the run does other things.  Results,
+        and errors, are taken by patches(), topic by topic, in the order a
+        run asks for them: a topic never asked for (its dependency failed)
+        reports nothing, as before."""
+        for n in dict.fromkeys(names):
+            todo = self.m.topics[n].patches
+            if n in self._patches or n in self._parsing or not todo or len(todo) > most:
+                continue
+            most -= len(todo)
+            self._parsing[n] = []
+            for p in todo:
+                self._parsing[n].append(Mailinfo(p.path, f"patches/{n}/{p.rel}"))
+
+    def stop_parsing(self) -> None:
+        for running in self._parsing.values():
+            for m in running:
+                m.stop()
+        self._parsing.clear()
 
     def start_of(self, base: str, name: str) -> str:
         """Where a topic's own patches go: base plus its dependencies."""
@@ -90,11 +122,21 @@ class Generator:
     def run(self, names: list[str] | None = None, force: bool = False,
             integration: bool = True) -> Result:
         t0 = time.monotonic()
+        try:
+            return self._run(t0, names, force, integration)
+        finally:
+            # Git processes end with the run, interrupted or not.
+            self.stop_parsing()
+            self.stacker.close()
+
+    def _run(self, t0: float, names: list[str] | None, force: bool, integration: bool) -> Result:
         m, git = self.m, self.git
         base = base_commit(git)
         refs = git.refs()
         selected = names or list(m.topics)
         wanted = [n for n in m.order if n in selected]
+        self.start_parsing([t for n in wanted for t in (*m.closure(n), n)] +
+                           (list(m.integration.topics) if integration and not names else []))
         proofs.verify(m, git, base, wanted)
         result = Result()
         failed: set[str] = set()

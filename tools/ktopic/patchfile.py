@@ -43,8 +43,13 @@ class PatchFile:
         return self.subject + ("\n\n" + self.body if self.body else "") + "\n"
 
     @cached_property
+    def data(self) -> bytes:
+        """The patch file as it is on disk (what git apply reads)."""
+        return self.path.read_bytes()
+
+    @cached_property
     def sha256(self) -> str:
-        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+        return hashlib.sha256(self.data).hexdigest()
 
     @property
     def files(self) -> list[str]:
@@ -75,22 +80,73 @@ class PatchFile:
         return hs[0] if len(hs) == 1 else None
 
 
-def parse(path: Path, display: str | None = None) -> PatchFile:
-    display = display or str(path)
-    with tempfile.TemporaryDirectory(prefix="ktopic-mailinfo-") as tmp:
-        msg, patch = Path(tmp, "msg"), Path(tmp, "patch")
-        with open(path, "rb") as f:
-            p = subprocess.run(["git", "mailinfo", "-u", str(msg), str(patch)],
-                               stdin=f, capture_output=True)
-        if p.returncode != 0:
-            raise KtopicError(f"not a patch mail: {p.stderr.decode(errors='replace').strip()}",
-                              display, 1)
+class Mailinfo:
+    """One `git mailinfo` run on a patch file, started now, read later."""
+
+    def __init__(self, path: Path, display: str):
+        self.path, self.display = Path(path), display
+        self.tmp = tempfile.TemporaryDirectory(prefix="ktopic-mailinfo-")
+        self.msg, self.patch = Path(self.tmp.name, "msg"), Path(self.tmp.name, "patch")
+        self.done = False
+        try:
+            with open(path, "rb") as f:
+                self.p = subprocess.Popen(["git", "mailinfo", "-u", str(self.msg), str(self.patch)],
+                                          stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except BaseException:
+            self.tmp.cleanup()
+            raise
+
+    def result(self) -> PatchFile:
+        self.done = True
+        try:
+            out, err = self.p.communicate()
+            if self.p.returncode != 0:
+                raise KtopicError(f"not a patch mail: {err.decode(errors='replace').strip()}",
+                                  self.display, 1)
+            body = self.msg.read_text(errors="replace").strip()
+            diff = self.patch.read_text(errors="replace")
+        finally:
+            self.tmp.cleanup()
         info: dict[str, str] = {}
-        for line in p.stdout.decode("utf-8", errors="replace").splitlines():
+        for line in out.decode("utf-8", errors="replace").splitlines():
             k, _, v = line.partition(": ")
             info[k] = v
-        body = msg.read_text(errors="replace").strip()
-        diff = patch.read_text(errors="replace")
+        return _patch(self.path, self.display, info, body, diff)
+
+    def stop(self) -> None:
+        """End the run if its result was not taken."""
+        if self.done:
+            return
+        self.done = True
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.communicate()
+        self.tmp.cleanup()
+
+
+def parse(path: Path, display: str | None = None) -> PatchFile:
+    return Mailinfo(path, display or str(path)).result()
+
+
+def parse_many(items: list[tuple[Path, str]], jobs: int = 8) -> list[PatchFile]:
+    """parse() of each (path, display), up to jobs git processes at once:
+    on a loaded machine a dozen mails cost the time of a few.  The first
+    bad mail in the list is the error raised, as with parse() in a loop."""
+    out: list[PatchFile] = []
+    running: list[Mailinfo] = []
+    todo = list(items)
+    try:
+        while todo or running:
+            while todo and len(running) < jobs:
+                running.append(Mailinfo(*todo.pop(0)))
+            out.append(running.pop(0).result())
+    finally:
+        for m in running:
+            m.stop()
+    return out
+
+
+def _patch(path: Path, display: str, info: dict[str, str], body: str, diff: str) -> PatchFile:
     for key in ("Author", "Email", "Subject", "Date"):
         if not info.get(key):
             raise KtopicError(f"patch mail has no {key}", display, 1)

@@ -1,0 +1,81 @@
+"""The commit object `git commit-tree` writes for a patch, made in Python.
+
+A patch's commit is its tree, its parent, the author (who is also the
+committer) at the patch's date, and its message.  `git commit-tree` turns
+the identity and the date into the "Name <email> 1234567890 +0000" of the
+object, strips what it calls crud from the ends of names, parses dates in
+many formats, and re-encodes messages that are not UTF-8.  For the plain
+case (an RFC 2822 date as git format-patch writes it, a name and an email
+with nothing to strip, a UTF-8 message) the result is computed here, so a
+commit costs no process; for anything else commit_bytes() returns None and
+the caller runs `git commit-tree`.
+"""
+
+from __future__ import annotations
+
+import calendar
+import codecs
+import locale
+import re
+import sys
+
+MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+DATE = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\d{1,2}) (%s) (\d{4}) "
+                  r"(\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d)" % "|".join(MONTHS))
+# Bytes git's ident code strips from the ends of a name or an email (and
+# '<', '>', newline anywhere): any of them sends the patch to git.
+CRUD = set(range(33)) | set(b".,:;<>\"\\'")
+# What git's UTF-8 check refuses (it would re-encode the message), and
+# more: NUL, and everything beyond the first plane.
+NOT_PLAIN = re.compile("[\0\ud800-\udfff\ufffe\uffff\U00010000-\U0010ffff]")
+
+
+def git_date(date: str) -> str | None:
+    """'Thu, 3 Dec 2026 06:00:00 +0100' -> '1796274000 +0100', as git's
+    date parser gives it, or None for any other form."""
+    m = DATE.fullmatch(date)
+    if not m:
+        return None
+    day, mon, year, hh, mm, ss, sign, tzh, tzm = m.groups()
+    year, month, day = int(year), MONTHS.index(mon) + 1, int(day)
+    if not (1970 < year < 2100 and 1 <= day <= calendar.monthrange(year, month)[1]
+            and int(hh) < 24 and int(mm) < 60 and int(ss) < 60
+            and int(tzh) < 24 and int(tzm) < 60):
+        return None
+    offset = int(tzh) * 60 + int(tzm)
+    stamp = calendar.timegm((year, month, day, int(hh), int(mm), int(ss))) - \
+        (offset if sign == "+" else -offset) * 60
+    return f"{stamp} {'-' if sign == '-' and offset else '+'}{tzh}{tzm}"
+
+
+def _utf8_pipes() -> bool:
+    """Whether `git commit-tree` gets UTF-8 from us: the message goes
+    through a text pipe (the locale's encoding), the identity through the
+    environment (the file system's)."""
+    return all(codecs.lookup(e).name == "utf-8"
+               for e in (locale.getpreferredencoding(False), sys.getfilesystemencoding()))
+
+
+def _plain(field: bytes) -> bool:
+    return bool(field) and field[0] not in CRUD and field[-1] not in CRUD \
+        and not any(c in field for c in b"<>\n")
+
+
+def commit_bytes(tree: str, parent: str, name: str, email: str, date: str,
+                 message: str) -> bytes | None:
+    """The commit `git commit-tree TREE -p PARENT` writes with the author
+    and committer both NAME <EMAIL> at DATE; None when git would change
+    any of it."""
+    stamp = git_date(date)
+    if not _utf8_pipes():
+        return None
+    try:
+        who, mail = name.encode(), email.encode()
+        msg = message.encode()
+    except UnicodeEncodeError:
+        return None
+    if stamp is None or not _plain(who) or not _plain(mail) or NOT_PLAIN.search(message):
+        return None
+    ident = b"%s <%s> %s" % (who, mail, stamp.encode())
+    return b"tree %s\nparent %s\nauthor %s\ncommitter %s\n\n%s" % (
+        tree.encode(), parent.encode(), ident, ident, msg)
