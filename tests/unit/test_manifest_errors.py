@@ -103,3 +103,14 @@ def test_manifest_that_is_not_a_mapping(generated, ktopic):
 def test_missing_manifest(ktopic, tmp_path):
     r = ktopic("-m", str(tmp_path / "branches.yaml"), "-w", str(tmp_path / "w"), "status")
     assert r.status == 2 and r.err.strip() == "ktopic: branches.yaml: manifest not found"
+
+
+def test_a_bad_manifest_fails_every_time(generated, ktopic):
+    """Manifests that passed are remembered by content; one that failed a
+    check after the schema (a bad branch name) must not be."""
+    text = generated.manifest.read_text().replace(
+        "    branch: topic/names\n", "    branch: topic/again..bad\n", 1)
+    generated.manifest.write_text(text)
+    for _ in range(2):
+        r = ktopic(*generated.args("generate"))
+        assert r.status == 2 and "invalid branch name 'topic/again..bad'" in r.err, r

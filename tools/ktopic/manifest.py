@@ -235,18 +235,27 @@ def load(path: Path | str, root: Path | None = None) -> Manifest:
     if not isinstance(data, dict):
         raise KtopicError("the manifest must be a mapping of keys (version, series, base, topics, integration)",
                           name, getattr(data, "line", 1))
-    known = _validate(data, path, name)
-    return _build(data, path, root, name, check_names=not known)
+    stamp = default_root() / "validated" / hashlib.sha256(
+        path.read_bytes() + SCHEMA.read_bytes()).hexdigest()
+    known = stamp.exists()
+    if not known:
+        _validate(data, name)
+    m = _build(data, path, root, name, check_names=not known)
+    if not known:
+        # Only a manifest that passed every check is remembered: the checks
+        # _build skips for a known manifest must have run once.
+        try:
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            stamp.touch()
+        except OSError:
+            pass                  # a read-only cache only costs time
+    return m
 
 
-def _validate(data, path: Path, name: str) -> bool:
-    """JSON Schema validation, remembered by content: a manifest that passed
-    once is not validated again (importing jsonschema alone costs more than
-    a no-op generate)."""
-    key = hashlib.sha256(path.read_bytes() + SCHEMA.read_bytes()).hexdigest()
-    stamp = default_root() / "validated" / key
-    if stamp.exists():
-        return True
+def _validate(data, name: str) -> None:
+    """JSON Schema validation.  load() remembers a manifest that passed by
+    content, so it is not validated again (importing jsonschema alone costs
+    more than a no-op generate)."""
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
@@ -258,12 +267,6 @@ def _validate(data, path: Path, name: str) -> bool:
         best = jsonschema.exceptions.best_match(
             [e for e in errors if yamlpos.line_of(data, list(e.absolute_path)) == first])
         raise _schema_error(best, data, name)
-    try:
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.touch()
-    except OSError:
-        pass                      # a read-only cache only costs time
-    return False
 
 
 def _checks(items, line_base) -> list[Check]:
