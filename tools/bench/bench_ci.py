@@ -286,7 +286,10 @@ def naive_loop(branches: list[Branch], git_dir: Path, tmp: Path, log: Path) -> d
                            f"--kunitconfig={kc}"], log, cwd=checkout)
         with open(log, errors="replace") as f:
             f.seek(start)
-            k = parse_kunit_output(f.read())
+            text = f.read()
+        k = parse_kunit_output(text)
+        if rc:
+            print("".join(f"    | {x}\n" for x in text.splitlines()[-15:]), end="")
         m.ok = rc == 0
         m.note = (f"kunit.py: {k.get('tests', '?')} tests ({k.get('summary', 'no summary')}); "
                   f"configure {k.get('configure', 0):.0f} s, build {k.get('build', 0):.0f} s, "
@@ -369,69 +372,73 @@ def run(repeat: int) -> bool:
         patch.note = f"rebuilt and booted: {', '.join(rebuilt) or 'nothing'}"
         print(f"  [ktopic one patch] {patch.text()}", flush=True)
 
-        naive_m = naive_loop(naive, wd / "linux.git", tmp, log) if naive else {}
+        # ktopic's figures and verdicts first: the naive loop takes long.
+        cores = os.cpu_count() or 1
+        rows = [("branches", f"{len(branches)}: {', '.join(b.name for b in branches)} "
+                             f"(ktopic also boots the base, for reference)"),
+                ("cores", str(cores)),
+                ("ktopic cold: generate + ci, empty ccache and caches", cold.text()),
+                (f"ktopic warm: nothing changed (median of {len(warm_runs)})", warm.text()),
+                (f"ktopic one {PATCH_TOPIC} patch changed", patch.text())]
+        for br, bs, ts, st in boots:
+            rows.append((f"ktopic boot + tests {br}", f"{bs + ts:.1f} s (boot {bs:.1f}, "
+                                                      f"KTAP {ts:.2f}) {st}"))
+        if failed:
+            rows.append(("ktopic branches that failed (cold run)", ", ".join(failed)))
+        table(rows)
+        ok = verdict("cold ktopic ci", cold.wall <= COLD_TARGET,
+                     f"{fmt_s(cold.wall)} (target <= 35 min; CPU / {cores} = "
+                     f"{fmt_s(cold.cpu / cores)}; load {cold.loadtext()})")
+        ok &= verdict("warm ktopic ci", warm.wall <= WARM_TARGET,
+                      f"{fmt_s(warm.wall)} (target <= 15 s; load {warm.loadtext()})")
+        ok &= verdict("one patch changed", patch.wall <= PATCH_TARGET,
+                      f"{fmt_s(patch.wall)} (target <= 4 min; load {patch.loadtext()})")
+        for br, bs, ts, _ in boots:
+            ok &= verdict(f"boot + tests {br}", bs + ts <= BOOT_TARGET,
+                          f"{bs + ts:.1f} s (target <= 20 s, TCG)")
+        ok &= verdict("every ktopic branch passed", not failed and cold.ok,
+                      ", ".join(failed) or "all passed")
+        sys.stdout.flush()
 
-    # ---------------------------------------------------------- the table
-    cores = os.cpu_count() or 1
-    rows = [("branches", f"{len(branches)}: {', '.join(b.name for b in branches)} "
-                         f"(ktopic also boots the base, for reference)"),
-            ("cores", str(cores)),
-            ("ktopic cold: generate + ci, empty ccache and caches", cold.text()),
-            ("ktopic warm: nothing changed (median of "
-             f"{len(warm_runs)})", warm.text()),
-            (f"ktopic one {PATCH_TOPIC} patch changed", patch.text())]
-    for br, bs, ts, st in boots:
-        rows.append((f"ktopic boot + tests {br}", f"{bs + ts:.1f} s (boot {bs:.1f}, "
-                                                  f"KTAP {ts:.2f}) {st}"))
-    if failed:
-        rows.append(("ktopic branches that failed (cold run)", ", ".join(failed)))
-    for name, nm in naive_m.items():
-        rows.append((f"naive kunit.py {name}", nm.text()))
-    est = None
-    if naive_m:
-        wall = sum(x.wall for x in naive_m.values())
-        cpu = sum(x.cpu for x in naive_m.values())
-        loads = [x.load for x in naive_m.values()]
-        lt = f"load {min(x[0] for x in loads):.1f}..{max(x[2] for x in loads):.1f}"
-        if subset:
-            k = len(branches) / len(naive_m)
-            est = wall * k
-            rows.append(("naive loop, measured subset",
-                         f"{fmt_s(wall)} wall, CPU {fmt_s(cpu)}, {lt} "
-                         f"({len(naive_m)} of {len(branches)} branches)"))
-            rows.append(("naive loop, all branches: ESTIMATE",
-                         f"{fmt_s(est)} wall, CPU {fmt_s(cpu * k)} (mean per branch x "
-                         f"{len(branches)})"))
-        else:
-            est = wall
-            rows.append(("naive loop, all branches", f"{fmt_s(wall)} wall, CPU {fmt_s(cpu)}, {lt}"))
-        rows.append(("naive warm (no state kept: = the whole loop again)",
-                     f"{fmt_s(est)}{' (estimate)' if subset else ''}"))
-        pt = [n for n in (PATCH_TOPIC, "integration") if n in naive_m]
-        if pt:
-            rows.append((f"naive one patch ({' + '.join(pt)} again)",
-                         fmt_s(sum(naive_m[n].wall for n in pt))
-                         + ("" if len(pt) == 2 else " (integration not measured)")))
-        rows.append(("ratio naive / ktopic, cold", f"{est / cold.wall:.1f}x"
-                     + (" (estimated naive)" if subset else "")))
-        rows.append(("ratio naive / ktopic, warm", f"{est / warm.wall:.0f}x"))
-        if len(pt) == 2:
-            rows.append(("ratio naive / ktopic, one patch",
-                         f"{sum(naive_m[n].wall for n in pt) / patch.wall:.1f}x"))
+        naive_m = naive_loop(naive, wd / "linux.git", tmp, log) if naive else {}
+    if not naive_m:
+        return ok
+
+    # ------------------------------------------------- naive side, compared
+    wall = sum(x.wall for x in naive_m.values())
+    cpu = sum(x.cpu for x in naive_m.values())
+    loads = [x.load for x in naive_m.values()]
+    lt = f"load {min(x[0] for x in loads):.1f}..{max(x[2] for x in loads):.1f}"
+    rows = [(f"naive kunit.py {name}", nm.text()) for name, nm in naive_m.items()]
+    if subset:
+        k = len(branches) / len(naive_m)
+        est = wall * k
+        rows.append(("naive loop, measured subset",
+                     f"{fmt_s(wall)} wall, CPU {fmt_s(cpu)}, {lt} "
+                     f"({len(naive_m)} of {len(branches)} branches)"))
+        rows.append(("naive loop, all branches: ESTIMATE",
+                     f"{fmt_s(est)} wall, CPU {fmt_s(cpu * k)} (mean per branch x "
+                     f"{len(branches)})"))
+    else:
+        est = wall
+        rows.append(("naive loop, all branches", f"{fmt_s(wall)} wall, CPU {fmt_s(cpu)}, {lt}"))
+    rows.append(("naive warm (no state kept: the whole loop again)",
+                 f"{fmt_s(est)}{' (estimate)' if subset else ''}"))
+    pt = [n for n in (PATCH_TOPIC, "integration") if n in naive_m]
+    if pt:
+        rows.append((f"naive one patch ({' + '.join(pt)} again)",
+                     fmt_s(sum(naive_m[n].wall for n in pt))
+                     + ("" if len(pt) == 2 else " (integration not measured)")))
+    rows.append(("ratio naive / ktopic, cold", f"{est / cold.wall:.1f}x"
+                 + (" (estimated naive)" if subset else "")))
+    rows.append(("ratio naive / ktopic, cold, CPU time",
+                 f"{cpu * len(branches) / len(naive_m) / cold.cpu:.1f}x"
+                 + (" (estimated naive)" if subset else "")))
+    rows.append(("ratio naive / ktopic, warm", f"{est / warm.wall:.0f}x"))
+    if len(pt) == 2:
+        rows.append(("ratio naive / ktopic, one patch",
+                     f"{sum(naive_m[n].wall for n in pt) / patch.wall:.1f}x"))
     table(rows)
-    ok = verdict("cold ktopic ci", cold.wall <= COLD_TARGET,
-                 f"{fmt_s(cold.wall)} (target <= 35 min; CPU / {cores} = "
-                 f"{fmt_s(cold.cpu / cores)}; load {cold.loadtext()})")
-    ok &= verdict("warm ktopic ci", warm.wall <= WARM_TARGET,
-                  f"{fmt_s(warm.wall)} (target <= 15 s; load {warm.loadtext()})")
-    ok &= verdict("one patch changed", patch.wall <= PATCH_TARGET,
-                  f"{fmt_s(patch.wall)} (target <= 4 min; load {patch.loadtext()})")
-    for br, bs, ts, _ in boots:
-        ok &= verdict(f"boot + tests {br}", bs + ts <= BOOT_TARGET,
-                      f"{bs + ts:.1f} s (target <= 20 s, TCG)")
-    ok &= verdict("every ktopic branch passed", not failed and cold.ok,
-                  ", ".join(failed) or "all passed")
-    if naive_m:
-        verdict("naive kunit.py runs passed", all(x.ok for x in naive_m.values()),
-                ", ".join(n for n, x in naive_m.items() if not x.ok) or "all passed")
+    verdict("naive kunit.py runs passed", all(x.ok for x in naive_m.values()),
+            ", ".join(n for n, x in naive_m.items() if not x.ok) or "all passed")
     return ok
