@@ -140,3 +140,22 @@ def test_grid_aligns(capsys):
     gb.grid(["case", "a"], [["x", "1.0"], ["longer", "10.25"]])
     out = capsys.readouterr().out.splitlines()
     assert out == ["  case        a", "  x         1.0", "  longer  10.25"]
+
+
+def test_up_to_date_needs_the_same_stamp_and_a_kernel(tmp_path):
+    frags = [gb.BASE_CONFIG, gb.NODEBUG]
+    stamp = gb.build_stamp("t" * 40, frags)
+    assert stamp.startswith("t" * 40 + " ")
+    assert gb.build_stamp("u" * 40, frags) != stamp
+    assert gb.build_stamp("t" * 40, frags[:1]) != stamp
+    out = tmp_path / "bench-x"
+    assert gb.up_to_date(out, "bench-x", stamp, frags) is None
+    (out / "arch/x86/boot").mkdir(parents=True)
+    (out / gb.STAMP).write_text(stamp + "\n")
+    assert gb.up_to_date(out, "bench-x", stamp, frags) is None      # no bzImage yet
+    (out / "arch/x86/boot/bzImage").write_bytes(b"k")
+    (out / ".config").write_text("CONFIG_64BIT=y\n")
+    res = gb.up_to_date(out, "bench-x", stamp, frags)
+    assert res.ok and res.bzimage == out / "arch/x86/boot/bzImage"
+    assert res.config.config == out / ".config" and not res.config.missing
+    assert gb.up_to_date(out, "bench-x", gb.build_stamp("u" * 40, frags), frags) is None

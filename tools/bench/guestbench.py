@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import re
 import sys
@@ -253,21 +254,32 @@ class Session:
                 return k
             return dataclasses.replace(k, branch=branch, commit=commit, seconds=0.0,
                                        shared_with=k.branch)
+        name = "bench-" + buildmod.build_dir_name(branch)
+        out = self.root / "build" / name
+        stamp = build_stamp(tree, fragments)
+        res = up_to_date(out, name, stamp, fragments)
+        if res is not None:
+            print(f"  {name}: up to date ({branch} {commit[:12]}, same configuration): "
+                  "not rebuilt", flush=True)
+            k = Kernel(branch, commit, list(fragments), res, 0.0)
+            self.kernels[key] = k
+            return k
         seed = self.root / "build" / "base"
         if not (branch == BASE and fragments == SEED_FRAGMENTS):
             seed = self.kernel(BASE, SEED_FRAGMENTS).build.out
-        name = "bench-" + buildmod.build_dir_name(branch)
         base_commit = self.commit_of(BASE)
         print(f"  building {name} ({branch} {commit[:12]}) ...", flush=True)
         req = buildmod.BuildRequest(name=name, commit=commit,
                                     base=base_commit if base_commit != commit else None,
                                     fragments=fragments, progress=True, seed=seed)
+        (out / STAMP).unlink(missing_ok=True)
         try:
             res = buildmod.build(self.root, self.git_dir, req)
         except (Failure, KtopicError) as e:
             raise BenchError(f"{name}: {str(e).splitlines()[0]}", str(e).splitlines()) from None
         if not res.ok:
             raise BenchError(f"{name}: {res.error}", res.details)
+        (out / STAMP).write_text(stamp + "\n")
         k = Kernel(branch, commit, list(fragments), res, res.seconds)
         self.kernels[key] = k
         return k
@@ -317,6 +329,39 @@ class Session:
             raise BenchError(f"{k.branch}: guest did not finish ({b.status}: {b.message}); "
                              f"console {console}", lines[-15:])
         return g
+
+
+STAMP = "bench.stamp"
+
+
+def build_stamp(tree: str, fragments: list[Path]) -> str:
+    """What a finished bench build was made from: the tree, the requested
+    configuration, and the source of ktopic's build and kconfig modules."""
+    h = hashlib.sha256()
+    for f in ("build.py", "kconfig.py"):
+        h.update((Path(buildmod.__file__).parent / f).read_bytes())
+    return f"{tree} {kconfig.fragment_hash(fragments)} {h.hexdigest()[:16]}"
+
+
+def up_to_date(out: Path, name: str, stamp: str,
+               fragments: list[Path]) -> buildmod.BuildResult | None:
+    """The finished build in `out` when its stamp says it was made from
+    exactly this (a warm run then boots without switching ktopic's worktree
+    back and forth, which would make make recompile, from ccache, every
+    file that two branches change, e.g. all of sched.h's users for mm)."""
+    try:
+        if (out / STAMP).read_text().strip() != stamp:
+            return None
+    except OSError:
+        return None
+    bz, cfg = out / "arch/x86/boot/bzImage", out / ".config"
+    if not bz.is_file() or not cfg.is_file():
+        return None
+    conf = kconfig.ConfigResult(config=cfg, fragment_hash=kconfig.fragment_hash(fragments),
+                                config_hash=kconfig.config_file_hash(cfg), missing=[])
+    return buildmod.BuildResult(name=name, ok=True, out=out, config=conf, bzimage=bz,
+                                kernel_modules=buildmod.kernel_modules(out),
+                                log=out / "ktopic-build.log")
 
 
 @contextlib.contextmanager
