@@ -1,6 +1,7 @@
 """closure continuations: 6.1's continue_at_nobarrier() against the optimised one
 
 The bench kernel of topic/closures (base.config + closures.config +
+closure_bench/bench.config (no bcache: only CONFIG_CLOSURES is needed) +
 qemu/bench/nodebug.config: no lockdep, no DEBUG_OBJECTS, no DEBUG_CLOSURES)
 boots under QEMU with 2 vCPUs and loads qemu/bench/closure_bench.  It
 carries copies of both versions of continue_at_nobarrier(), so old and new
@@ -23,6 +24,7 @@ from benchlib import verdict
 
 BRANCH = "topic/closures"
 TOPIC = "closures"
+BENCH_CONFIG = gb.BENCH_DIR / "closure_bench" / "bench.config"
 CASES = [("closure_call, no workqueue", "closure_call_nowq"),
          ("bare continue_at, no workqueue", "closure_cont_nowq"),
          ("closure_call, workqueue", "closure_call_wq"),
@@ -58,7 +60,7 @@ def gains_beyond_noise(ratios) -> list[str]:
 
 
 def _body(s: gb.Session) -> bool:
-    k = s.kernel(BRANCH, s.fragments(TOPIC))
+    k = s.kernel(BRANCH, s.fragments(TOPIC, [BENCH_CONFIG]))
     ko = s.module(k, gb.BENCH_DIR / "closure_bench")
     g = s.boot("closures", k, modules=[ko], smp=2)
     figs, ratios = gb.parse_bench(g.text), gb.parse_ratios(g.text)
