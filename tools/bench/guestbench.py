@@ -285,7 +285,13 @@ class Session:
         return k
 
     def module(self, k: Kernel, src: Path) -> Path:
-        """An out-of-tree module (qemu/bench/<name>/) built against k."""
+        """An out-of-tree module (qemu/bench/<name>/) built against k.  Its
+        headers come from ktopic's worktree, which must hold k's commit (a
+        kernel that was not rebuilt in this run left it elsewhere)."""
+        try:
+            buildmod.Worktree(self.git_dir, self.root / "src").checkout(k.commit)
+        except Failure as e:
+            raise BenchError(f"{src.name}: {e}") from None
         kos, err, details = buildmod.build_modules(self.root, k.build, [src])
         if err:
             raise BenchError(f"{src.name} against {k.branch}: {err}", details)
