@@ -157,13 +157,14 @@ class Kernel:
     build: buildmod.BuildResult
     seconds: float                   # build time in this run (0 if shared)
     shared_with: str = ""            # built earlier in this run for ...
+    stamped: bool = False            # up to date from an earlier run: not rebuilt
 
     @property
     def config_line(self) -> str:
         frags = " + ".join(_rel(f) for f in self.fragments)
         vals = kconfig.read_config(self.build.config.config)
         how = f"shared with {self.shared_with}" if self.shared_with else \
-            f"built in {self.seconds:.0f}s"
+            "up to date, not rebuilt" if self.stamped else f"built in {self.seconds:.0f}s"
         return (f"{self.branch} {self.commit[:12]}: {frags} "
                 f"[{debug_summary(vals)}; {self.build.out}; {how}]")
 
@@ -261,7 +262,7 @@ class Session:
         if res is not None:
             print(f"  {name}: up to date ({branch} {commit[:12]}, same configuration): "
                   "not rebuilt", flush=True)
-            k = Kernel(branch, commit, list(fragments), res, 0.0)
+            k = Kernel(branch, commit, list(fragments), res, 0.0, stamped=True)
             self.kernels[key] = k
             return k
         seed = self.root / "build" / "base"
