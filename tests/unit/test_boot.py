@@ -65,6 +65,9 @@ def test_command_line_has_the_contract():
         assert word in append.split()
     kvm = boot.qemu_command(boot.BootRequest(Path("/k"), Path("/i"), Path("/c"), accel="kvm"))
     assert kvm[kvm.index("-accel") + 1] == "kvm"
+    icount = boot.qemu_command(boot.BootRequest(Path("/k"), Path("/i"), Path("/c"),
+                                                qemu_args=("-icount", "shift=0")))
+    assert icount[-2:] == ["-icount", "shift=0"]
 
 
 def test_done_then_power_off(tmp_path, monkeypatch):

@@ -326,9 +326,9 @@ class Session:
         scale = self.factor()
         req = bootmod.BootRequest(kernel=k.build.bzimage, initrd=ir.path, console=console,
                                   smp=smp, memory=memory, accel=accel,
-                                  timeout=timeout * scale, silence=silence * scale)
-        with _extra_qemu_args(list(qemu_args)):
-            b = bootmod.boot(req)
+                                  timeout=timeout * scale, silence=silence * scale,
+                                  qemu_args=tuple(qemu_args))
+        b = bootmod.boot(req)
         text = console.read_bytes().decode("utf-8", errors="replace")
         findings = console_scan.scan_text(text, self.allow, expect_cpus=smp)
         g = Guest(text, console, b.status, b.seconds, b.command, findings)
@@ -370,22 +370,6 @@ def up_to_date(out: Path, name: str, stamp: str,
     return buildmod.BuildResult(name=name, ok=True, out=out, config=conf, bzimage=bz,
                                 kernel_modules=buildmod.kernel_modules(out),
                                 log=out / "ktopic-build.log")
-
-
-@contextlib.contextmanager
-def _extra_qemu_args(args: list[str]):
-    """Append arguments to ktopic's QEMU command for one boot.  boot.py has
-    no field for them (see docs/bench.md); it builds the command through
-    boot.qemu_command(), which is wrapped here and restored afterwards."""
-    if not args:
-        yield
-        return
-    orig = bootmod.qemu_command
-    bootmod.qemu_command = lambda req: orig(req) + args
-    try:
-        yield
-    finally:
-        bootmod.qemu_command = orig
 
 
 def require(values: dict, names: list[str], where: str) -> None:

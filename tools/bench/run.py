@@ -12,7 +12,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-BENCHES = ["bench_generate", "bench_rebase", "bench_check"]
+BENCHES = ["bench_generate", "bench_rebase", "bench_check", "bench_six", "bench_closures",
+           "bench_pagecache", "bench_ci"]
 
 
 def main() -> int:

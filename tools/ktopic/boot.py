@@ -86,6 +86,7 @@ class BootRequest:
     timeout: float = 120.0           # overall, seconds (already scaled)
     silence: float = 30.0            # max seconds without console output (scaled)
     grace: float = 10.0              # after "done", seconds to wait for power-off
+    qemu_args: tuple[str, ...] = ()  # appended to the command (benchmarks: -icount)
 
 
 @dataclass
@@ -119,7 +120,7 @@ def qemu_command(req: BootRequest) -> list[str]:
     return [QEMU, "-machine", "q35", *accel, "-smp", str(req.smp), "-m", req.memory,
             "-nodefaults", "-display", "none", "-monitor", "none", "-serial", "stdio",
             "-no-reboot", "-kernel", str(req.kernel), "-initrd", str(req.initrd),
-            "-append", append]
+            "-append", append, *req.qemu_args]
 
 
 class _SignalsToExit:
