@@ -427,3 +427,16 @@ def test_options_a_later_commit_adds_are_left_out_before_the_head(tmp_path, monk
     stick = {"CONFIG_SIX": False}
     b = bisectable.build_commit(plan, wd, "HEAD", None)
     assert not b.ok and len(seen) == 1 and not b.notes
+
+
+def test_a_c_file_included_by_another_is_not_compiled_alone(tmp_path):
+    """lib/closure_test.c is #included by lib/closure.c: compiling it on its
+    own gives only errors, so the warnings gate leaves it to closure.o."""
+    from ktopic import new_warnings
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / ".closure.o.cmd").write_text("deps := \\\n  /src/lib/closure.c \\\n  /src/lib/closure_test.c \\\n")
+    (lib / ".names.o.cmd").write_text("deps := \\\n  /src/lib/names.c \\\n")
+    assert new_warnings.included_only(tmp_path, "lib/closure_test.c")
+    assert not new_warnings.included_only(tmp_path, "lib/closure.c")    # built on its own
+    assert not new_warnings.included_only(tmp_path, "lib/fresh.c")      # in no object yet

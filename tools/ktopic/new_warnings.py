@@ -169,11 +169,17 @@ def collect(plan, wd, at: str, jobs: int = 0, log=None) -> Collected:
         from .bisectable import build_commit
         build_commit(plan, wd, commit, None, jobs)
     wt.checkout(commit)
-    if at == "start":
-        # The topic's own options may not exist at its start: values that do
-        # not stick are expected there.
-        kconfig.configure(kconfig.ConfigRequest(src=wt.path, out=out,
-                                                fragments=plan.fragments, make_env=env))
+    # Configure at both ends.  The topic's own options may not exist at its
+    # start (values that do not stick are expected there), and that
+    # configuration drops them from .config: the head must get them back, or
+    # its new code is compiled with its options off.
+    kconfig.configure(kconfig.ConfigRequest(src=wt.path, out=out,
+                                            fragments=plan.fragments, make_env=env))
+    # A .c that another .c #includes (a KUnit suite compiled into the file
+    # it tests) has no object of its own: its warnings come with the
+    # including object's, and compiling it alone only gives errors.
+    files = [f for f in files if not included_only(out, f)]
+    col.files = files
     objs = [f[:-2] + ".o" for f in files]
     for o in objs:
         (out / o).unlink(missing_ok=True)
@@ -191,6 +197,22 @@ def collect(plan, wd, at: str, jobs: int = 0, log=None) -> Collected:
                                                 for d in col.diagnostics):
             col.not_built.append(f)
     return col
+
+
+def included_only(out: Path, rel: str) -> bool:
+    """rel was never built on its own in `out` but another object of its
+    directory lists it among its dependencies (kbuild's .<name>.o.cmd)."""
+    d = out / Path(rel).parent
+    own = d / f".{Path(rel).stem}.o.cmd"
+    if own.exists():
+        return False
+    for cmd in d.glob(".*.o.cmd"):
+        try:
+            if "/" + rel in cmd.read_text(errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def distinct(diags: list[Diagnostic]) -> list[Diagnostic]:
