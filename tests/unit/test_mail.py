@@ -189,7 +189,7 @@ def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
         "branch": "for-next", "topic": "integration", "head": head, "tree": tree,
         "config_hash": "c0ffee", "stages": [
             {"stage": "build", "status": "pass", "seconds": 51.0, "summary": "bzImage", "log": ""},
-            {"stage": "boot", "status": "pass", "seconds": 2.0, "summary": "", "log": ""}],
+            {"stage": "boot", "status": "pass", "seconds": 17.8, "summary": "17.8s tcg", "log": ""}],
         "suites": [{"name": "counters", "status": "pass",
                     "cases": [{"name": "a", "status": "pass", "log": []}]}],
         "findings": [], "repro": {}, "same_as": ""}]}
@@ -239,6 +239,7 @@ def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
     assert '- "Compiler Attributes: add __flatten": upstream in v5.12.' in cov
     assert f"PASS: for-next at {head[:12]} (tree {tree[:12]}, config c0ffee)" in cov
     assert "  build: pass (51 s), bzImage" in cov         # not taken for a trailer
+    assert "  boot: pass, 17.8s tcg" in cov               # its time said once
     assert "1 suites, 1/1 cases passed" in cov
     assert cov.split("\n---\n")[0].endswith(f"\n\nThis series is for-next at {head[:12]}.\n"), cov
     st = (generated.root / "mail/integration.yaml").read_text()

@@ -156,7 +156,8 @@ def ci_lines(report_path: Path, branch: str, head: str, tree: str) -> list[str]:
                f"{', config ' + b.config_hash if b.config_hash else ''}), "
                f"base {rep.base_version}.")
     for s in b.stages:
-        secs = f" ({s.seconds:.0f} s)" if s.seconds >= 1 else ""
+        timed = s.seconds >= 1 and not re.search(r"\b\d+(\.\d+)?s\b", s.summary or "")
+        secs = f" ({s.seconds:.0f} s)" if timed else ""
         out += wrap(f"{s.stage}: {s.status}{secs}" + (f", {s.summary}" if s.summary else ""),
                     indent="    ", first="  ")
     cases = [c for s in b.suites for c in s.cases]
