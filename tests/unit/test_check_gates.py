@@ -37,6 +37,8 @@ HEAD = """\
   CHECK   /w/src/init/main.c
 /w/src/init/main.c:125:6: warning: symbol 'late_time_init' was not declared. Should it be static?
 ./include/linux/x.h:3:1: error: expected ';' before 'int'
+  CC      init/calibrate.o
+/w/src/init/main.c:1783:14: warning: context imbalance in 'do_one' - wrong count at exit
 """
 
 
@@ -44,7 +46,9 @@ def test_parse_diagnostics():
     ds = new_warnings.parse(HEAD, SRC, OUT)
     assert [(d.file, d.line, d.kind, d.tool) for d in ds] == [
         ("init/main.c", 790, "warning", "gcc"), ("init/main.c", 1625, "warning", "gcc"),
-        ("init/main.c", 125, "warning", "sparse"), ("include/linux/x.h", 3, "error", "sparse")]
+        ("init/main.c", 125, "warning", "sparse"), ("include/linux/x.h", 3, "error", "sparse"),
+        # -j interleaves a CC with the CHECK: a warning without [-W...] is sparse's
+        ("init/main.c", 1783, "warning", "sparse")]
     assert ds[1].lines == [" 1625 |         int ktopic_unused;",
                            "      |             ^~~~~~~~~~~~~"]
     assert ds[1].message == "unused variable 'ktopic_unused' [-Wunused-variable]"
@@ -62,8 +66,10 @@ def test_new_warnings_ignore_line_numbers_and_count():
     assert not r.ok
     assert [(d.where(), d.message) for d in r.new] == [
         ("init/main.c:1625", "unused variable 'ktopic_unused' [-Wunused-variable]"),
-        ("include/linux/x.h:3", "expected ';' before 'int'")]
-    assert (r.base_count, r.head_count) == (2, 4)
+        ("include/linux/x.h:3", "expected ';' before 'int'"),
+        ("init/main.c:1783", "context imbalance in 'do_one' - wrong count at exit")]
+    assert (r.base_count, r.head_count) == (2, 5)
+    assert "  new sparse warning: init/main.c:1783: context imbalance" in "\n".join(r.render())
     assert "init/main.c:1625: unused variable" in "\n".join(r.render())
     f = r.findings()[0]
     assert f.kind == "new_warning" and f.line == 1625 and "int ktopic_unused;" in f.lines[1]

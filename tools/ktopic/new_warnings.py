@@ -35,6 +35,7 @@ from . import results as R
 _DIAG = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)?\s+"
                    r"(?P<kind>warning|error):\s+(?P<msg>.*)$")
 _QUIET = re.compile(r"^\s{2}(CC|CHECK)\s+(\S+)")
+_GCC_OPTION = re.compile(r"\[-W[^\]]+\]$")
 
 
 @dataclass
@@ -114,6 +115,16 @@ class WarningsResult:
         return cls(**d)
 
 
+def _tool(kind: str, msg: str, context: str) -> str:
+    """Which tool said it.  gcc names the option of every warning it gives
+    ("[-Wunused-variable]"), sparse never does; with -j the lines of a CHECK
+    and a CC interleave, so the quiet line before is only a guess, left for
+    errors, which neither tool tags."""
+    if kind == "warning":
+        return "gcc" if _GCC_OPTION.search(msg) else "sparse"
+    return context
+
+
 def parse(text: str, src: Path, out: Path) -> list[Diagnostic]:
     """gcc and sparse diagnostics of a make log, paths relative to the tree."""
     pre = [str(src) + "/", str(out) + "/", "./"]
@@ -137,7 +148,7 @@ def parse(text: str, src: Path, out: Path) -> list[Diagnostic]:
             # gcc quotes with U+2018/U+2019 in a UTF-8 locale: compare as ASCII
             msg = m.group("msg").strip().replace("\u2018", "'").replace("\u2019", "'")
             cur = Diagnostic(rel(m.group("file")), int(m.group("line")), m.group("kind"),
-                             msg, tool)
+                             msg, _tool(m.group("kind"), msg, tool))
             diags.append(cur)
             continue
         if cur is not None and re.match(r"^\s*(\d+\s*)?\|", raw) and len(cur.lines) < 6:
