@@ -1,6 +1,7 @@
 """ktopic generate / status / export / import-mbox on a synthetic tree."""
 
 import multiprocessing
+import re
 import subprocess
 import time
 
@@ -199,6 +200,28 @@ def test_export_of_a_hand_edited_branch_then_generate(generated, ktopic, tmp_pat
     assert r.status == 0, r
     assert "eight" in generated.git("show", "topic/names:lib/names.c")
     assert generated.git("log", "-1", "--format=%s", "for-next").strip() == "lib/names: eight"
+
+
+def test_export_names_functions_as_a_checkout_would(generated, ktopic, tmp_path):
+    """The tree's .gitattributes (the kernel's "*.c diff=cpp") applies to the
+    exported hunk headers although the work repository is bare: a label at
+    column 0 is not taken for the function."""
+    wt = tmp_path / "wt"
+    gd = str(generated.workdir / "linux.git")
+    subprocess.run(["git", "--git-dir", gd, "worktree", "add", "-q", str(wt), "topic/names"], check=True)
+    (wt / ".gitattributes").write_text("*.c diff=cpp\n")
+    body = "\tx++;\n" * 4
+    (wt / "lib/names.c").write_text((wt / "lib/names.c").read_text() +
+                                    f"\nint names_f(void)\n{{\n\tint x = 0;\nout:\n{body}\treturn x;\n}}\n")
+    git_in(wt, "add", "-f", ".gitattributes", "lib/names.c")
+    git_in(wt, "commit", "-q", "-s", "-m", "lib/names: names_f\n\nWhy: exported by a test.")
+    (wt / "lib/names.c").write_text((wt / "lib/names.c").read_text().replace("return x;", "return x + 1;"))
+    git_in(wt, "commit", "-q", "-a", "-s", "-m", "lib/names: one more\n\nWhy: exported by a test.")
+    subprocess.run(["git", "--git-dir", gd, "worktree", "remove", "--force", str(wt)], check=True)
+    r = ktopic(*generated.args("export", "names"))
+    assert r.status == 0, r
+    text = (generated.root / "patches/names/0003-lib-names-one-more.patch").read_text()
+    assert re.search(r"^@@ .* @@ int names_f\(void\)$", text, re.M), text
 
 
 def test_import_mbox_directory(generated, ktopic, tmp_path, patches_text):
