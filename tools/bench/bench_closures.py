@@ -67,11 +67,7 @@ def _body(s: gb.Session) -> bool:
     need_f, need_r = required()
     gb.require(figs, need_f, f"closure_bench ({g.console})")
     gb.require(ratios, need_r, f"closure_bench ({g.console})")
-    st = gb.ktap_status(g.text, "closure_bench")
-    print(f"  kernel: {k.config_line}")
-    print(f"  guest: {g.accel}, 2 vCPUs, {g.seconds:.0f}s; closure_bench suite: "
-          f"{st or 'no result'}; console {g.console}")
-    gb.report_findings(g, "closures")
+    gb.describe(k, g, "closure_bench", "closures")
     print("  ns per round trip, fastest of 41 rounds; ratios old/new (> 1: new is faster):")
     gb.grid(["case", "old ns", "new ns", "old/new", "paired", "noise old/old paired"],
             rows(figs, ratios))

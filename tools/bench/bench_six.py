@@ -65,11 +65,7 @@ def _body(s: gb.Session) -> bool:
     g = s.boot("six", k, modules=[ko], smp=2)
     figs = gb.parse_bench(g.text)
     gb.require(figs, REQUIRED, f"six_bench ({g.console})")
-    st = gb.ktap_status(g.text, "six_bench")
-    print(f"  kernel: {k.config_line}")
-    print(f"  guest: {g.accel}, 2 vCPUs, "
-          f"{g.seconds:.0f}s; six_bench suite: {st or 'no result'}; console {g.console}")
-    gb.report_findings(g, "six")
+    gb.describe(k, g, "six_bench", "six")
     print("  ns/op (lower is better):")
     gb.grid(["case", *LOCKS], table_rows(figs))
     ok = True

@@ -44,7 +44,7 @@ from benchlib import REPO
 sys.path.insert(0, str(REPO / "tools"))
 from ktopic import boot as bootmod  # noqa: E402
 from ktopic import build as buildmod  # noqa: E402
-from ktopic import console_scan, initramfs, kconfig, manifest, qkvm  # noqa: E402
+from ktopic import console_scan, initramfs, kconfig, manifest  # noqa: E402
 from ktopic.errors import Failure, KtopicError  # noqa: E402
 from ktopic.workdir import Workdir  # noqa: E402
 
@@ -202,8 +202,7 @@ class Session:
         self.git_dir = Path(self.wd.git_dir)
         self.m = manifest.load(REPO / "branches.yaml")
         self.kernels: dict[tuple[str, str], Kernel] = {}
-        self._accel: tuple[str, str] | None = None
-        self._factor: float | None = None
+        self.host = bootmod.Host(self.root)
         self.allow = console_scan.load_allowlist(QEMU_DIR / "allowlist.yaml")
 
     @classmethod
@@ -300,17 +299,6 @@ class Session:
         return kos[0]
 
     # --- boot
-    def accel(self) -> tuple[str, str]:
-        if self._accel is None:
-            p = qkvm.probe(self.root)
-            self._accel = (p.accel, p.reason)
-        return self._accel
-
-    def factor(self) -> float:
-        if self._factor is None:
-            self._factor = bootmod.speed_factor()
-        return self._factor
-
     def boot(self, bench: str, k: Kernel, modules=(), programs=(), smp: int = 2,
              memory: str = "1G", qemu_args=(), timeout: float = 600.0,
              silence: float = 90.0) -> Guest:
@@ -321,9 +309,9 @@ class Session:
         ir = initramfs.build_initramfs(initramfs.InitramfsRequest(
             init_src=QEMU_DIR / "init" / "init.c", cache=self.root / "cache",
             programs=list(programs), test_modules=list(modules)))
-        accel = "tcg" if qemu_args else self.accel()[0]
+        accel = "tcg" if qemu_args else self.host.accel()[0]
         console = OUT / bench / (buildmod.build_dir_name(k.branch) + ".console.log")
-        scale = self.factor()
+        scale = self.host.factor()
         req = bootmod.BootRequest(kernel=k.build.bzimage, initrd=ir.path, console=console,
                                   smp=smp, memory=memory, accel=accel,
                                   timeout=timeout * scale, silence=silence * scale,
@@ -376,6 +364,16 @@ def require(values: dict, names: list[str], where: str) -> None:
     missing = [n for n in names if n not in values]
     if missing:
         raise BenchError(f"{where}: no figure for {', '.join(missing)}")
+
+
+def describe(k: Kernel, g: Guest, suite: str, what: str, vcpus: int = 2) -> None:
+    """What a bench ran on: the kernel, the guest, its suite's KTAP result,
+    any kernel report in its console."""
+    st = ktap_status(g.text, suite)
+    print(f"  kernel: {k.config_line}")
+    print(f"  guest: {g.accel}, {vcpus} vCPUs, {g.seconds:.0f}s; {suite} suite: "
+          f"{st or 'no result'}; console {g.console}")
+    report_findings(g, what)
 
 
 def report_findings(g: Guest, what: str) -> None:

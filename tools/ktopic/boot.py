@@ -74,6 +74,34 @@ def speed_factor(samples: int = 3) -> float:
     return max(1.0, best / _CALIBRATION_REFERENCE) * max(1.0, load)
 
 
+class Host:
+    """How the guests of one run boot on this machine, each measured once, on
+    first use: the accelerator (the KVM probe's answer unless `forced`) and
+    the speed factor that scales their time-outs."""
+
+    def __init__(self, workdir_root: Path, forced: str = "auto"):
+        self.root = Path(workdir_root)
+        self.forced = forced
+        self._accel: tuple[str, str] | None = None
+        self._factor: float | None = None
+
+    def accel(self) -> tuple[str, str]:
+        """(accelerator, why)."""
+        if self._accel is None:
+            if self.forced != "auto":
+                self._accel = (self.forced, f"{self.forced} (forced)")
+            else:
+                from . import qkvm
+                p = qkvm.probe(self.root)
+                self._accel = (p.accel, p.reason)
+        return self._accel
+
+    def factor(self) -> float:
+        if self._factor is None:
+            self._factor = speed_factor()
+        return self._factor
+
+
 @dataclass
 class BootRequest:
     kernel: Path                     # bzImage

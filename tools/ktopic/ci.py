@@ -31,16 +31,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import boot as bootmod
 from . import build as buildmod
-from . import console_scan, initramfs, kconfig, ktap, qkvm
+from . import console_scan, initramfs, kconfig, ktap
 from . import results as R
 from .errors import Failure, KtopicError
 from .results import CACHED, FAIL, PASS, SKIP
@@ -188,28 +186,13 @@ class Runner:
         self.builds: dict[str, tuple[str, buildmod.BuildResult]] = {}   # build key -> (branch, result)
         self.results: dict[str, R.BranchResult] = {}                    # result key -> result
         self.base_signatures: set[str] | None = None
-        self._accel = None
-        self._factor = None
+        self.host = bootmod.Host(self.root, opts.accel)
         self.allow = console_scan.load_allowlist(self.qemu_dir / "allowlist.yaml")
 
     # --- helpers
     def note(self, t: Target, stage: str, status: str, summary: str = "") -> None:
         if self.live is not None:
             self.live.update(t.branch, stage, status, summary)
-
-    def accel(self) -> tuple[str, str]:
-        if self._accel is None:
-            if self.opts.accel != "auto":
-                self._accel = (self.opts.accel, f"{self.opts.accel} (forced)")
-            else:
-                p = qkvm.probe(self.root)
-                self._accel = (p.accel, p.reason)
-        return self._accel
-
-    def factor(self) -> float:
-        if self._factor is None:
-            self._factor = bootmod.speed_factor()
-        return self._factor
 
     def out(self, t: Target) -> Path:
         from .report import branch_dir
@@ -396,8 +379,8 @@ class Runner:
             self.note(t, "boot", FAIL, msg)
             return
         br.repro["initramfs"] = f"sha256:{ir.sha256} ({ir.path})"
-        accel, why = self.accel()
-        scale = self.factor() * (3.0 if self.opts.kasan else 1.0)
+        accel, why = self.host.accel()
+        scale = self.host.factor() * (3.0 if self.opts.kasan else 1.0)
         req = bootmod.BootRequest(kernel=res.bzimage, initrd=ir.path, console=d / "console.log",
                                   cmdline=t.cmdline, smp=self.opts.smp, memory=self.opts.memory,
                                   accel=accel, timeout=self.opts.timeout * scale,
@@ -407,7 +390,7 @@ class Runner:
         br.repro["qemu"] = b.command
         br.repro["accel"] = why
         br.repro["timeouts"] = f"overall {req.timeout:.0f}s, silence {req.silence:.0f}s " \
-                               f"(machine speed factor {self.factor():.2f})"
+                               f"(machine speed factor {self.host.factor():.2f})"
         text = b.console.read_bytes().decode("utf-8", errors="replace")
         lines = console_scan.clean_lines(text)
         findings = console_scan.scan_text(text, self.allow, expect_cpus=self.opts.smp)
