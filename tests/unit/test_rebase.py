@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from conftest import TREE, git_in, make_tarball
+from rebase_support import header, outcomes, resolve_conflicts, snapshot
 
 NEW_DV = "6.1.193-1"
 P1 = "0001-lib-counter-return-more.patch"
@@ -22,27 +23,6 @@ def newer(tmp_path, name: str, edits):
         assert old in files[f], (f, old)
         files[f] = files[f].replace(old, new, 1)
     return make_tarball(tmp_path / f"{name}.tar.xz", files, mtime=1_700_100_000)
-
-
-def outcomes(out: str) -> dict[tuple[str, str], str]:
-    """(topic, patch) -> outcome, from the table."""
-    rows = {}
-    for ln in out.splitlines():
-        cells = [c.strip() for c in ln.split("│")[1:-1]]
-        if len(cells) == 4 and cells[0] and cells[0] != "topic":
-            rows[(cells[0], cells[1])] = cells[2]
-    return rows
-
-
-def snapshot(project) -> dict:
-    return {"refs": project.refs(),
-            "manifest": project.manifest.read_text(),
-            "patches": {str(p.relative_to(project.root)): p.read_text()
-                        for p in sorted((project.root / "patches").rglob("*")) if p.is_file()},
-            "workdir": sorted(str(p.relative_to(project.workdir))
-                              for p in project.workdir.iterdir()),
-            "cache": (project.workdir / "stack-cache.json").read_text(),
-            "worktrees": project.git("worktree", "list")}
 
 
 def rebase(ktopic, project, tarball, *extra):
@@ -125,6 +105,8 @@ def test_patches_already_upstream(generated, ktopic, tmp_path, case, edits, hows
     if p2 == "3-way":       # rewritten for the new base: its context is the new one
         assert " int counter_32(void) { return 3200; }" in new_p2
         assert "+int counter_30(void) { return 300; }" in new_p2
+        # ... and only its diff: the mail's headers and message, [PATCH 2/2] too, as they were
+        assert header(new_p2) == header(old_p2)
     else:
         assert new_p2 == old_p2
     assert not (generated.root / "patches/counters" / P1).exists()
@@ -156,9 +138,8 @@ def test_patches_already_upstream(generated, ktopic, tmp_path, case, edits, hows
 
 
 def resolve(wt, value="310", add=True):
-    f = wt / "lib/counter.c"
-    f.write_text(re.sub(r"<<<<<<< .*?\n.*?=======\n.*?>>>>>>> .*?\n",
-                        f"int counter_30(void) {{ return {value}; }}\n", f.read_text(), flags=re.S))
+    resolve_conflicts(wt / "lib/counter.c",
+                      lambda ours, theirs: f"int counter_30(void) {{ return {value}; }}\n")
     if add:         # -f: Debian's top-level .gitignore ignores every path
         git_in(wt, "add", "-f", "lib/counter.c")
 
@@ -229,7 +210,7 @@ def test_conflict_abort_rerere_continue(generated, ktopic, tmp_path):
     p2 = (generated.root / "patches/counters" / P2).read_text()
     assert "+int counter_30(void) { return 320; }" in p2
     assert "-int counter_30(void) { return 31; }" in p2
-    assert "Subject: [PATCH] lib/counter: return even more" in p2
+    assert header(p2) == header(before["patches"]["patches/counters/" + P2])     # [PATCH 2/2] too
     assert (generated.root / "patches/counters" / P1).read_text() == \
         before["patches"]["patches/counters/" + P1]
     refs = generated.refs()

@@ -52,6 +52,15 @@ APPLIED, THREEWAY, UPSTREAM, CONFLICT, RESOLVED = \
 FORMAT = ["format-patch", "--no-signature", "--zero-commit", "--no-numbered", "--stdout", "-1"]
 
 
+def _format(p: PatchFile) -> list[str]:
+    """format-patch of one commit written back as p's file: with the subject
+    prefix p's file has ([PATCH 2/3], as export numbers a series), not the
+    [PATCH] that -1 alone gives."""
+    headers = p.data.decode(errors="replace").split("\n\n", 1)[0]
+    m = re.search(r"^Subject: \[([^\]\n]*)\] ", headers, re.M)
+    return FORMAT + [f"--subject-prefix={m.group(1)}"] if m else FORMAT
+
+
 @dataclass
 class Row:
     topic: str
@@ -393,7 +402,7 @@ class Rebase:
         git = self.git
         first = git.run("commit-tree", tree, "-p", parent, input=p.message,
                         env=p.ident_env()).strip()
-        return self._store_patch(name, t, p.path.name, git.run(*FORMAT, first), parent, tree)
+        return self._store_patch(name, t, p.path.name, git.run(*_format(p), first), parent, tree)
 
     def _store_patch(self, name, t, file: str, text: str, parent: str, tree: str) -> str:
         git = self.git
@@ -499,7 +508,7 @@ class Rebase:
                 if _run_in(wt, "rev-parse", "HEAD^").stdout.strip() != c["head"]:
                     raise Failure(f"topic {name}: {wt} must hold exactly one commit on "
                                   f"{c['head'][:12]} (the resolved patch)")
-                text = _run_in(wt, *FORMAT, resolved).stdout
+                text = _run_in(wt, *_format(p), resolved).stdout
                 t["head"] = self._store_patch(name, t, p.path.name, text, c["head"],
                                               git.tree_of(resolved))
                 t["rows"].append([p.path.name, RESOLVED, "conflict resolved by hand"])
