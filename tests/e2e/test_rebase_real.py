@@ -1,7 +1,30 @@
-"""ktopic rebase on the real packaged tree: a newer tree made from the real
-base plus an unrelated change plus one of our real patches already applied
-(git archive of a commit on top of base, xz -0), imported and rebased onto;
-the patch is found upstream, every other patch applies, generate agrees."""
+"""ktopic rebase on the real packaged tree, every case at once.
+
+One newer tree is made from the real base (git archive of a commit on top
+of it, xz -0) with, in topics that do not depend on one another:
+
+- locking 0001 applied exactly: `upstream`, found by its patch-id;
+- locking 0003 applied with its added lines indented with spaces, and
+  another line of the same file changed: `upstream`, found because it
+  reverse-applies with whitespace ignored;
+- mm 0001 applied, and a line next to one of its hunks changed (other
+  context): `upstream`, found because a three-way merge leaves the tree
+  as it is;
+- a line in the context of fs 0001 changed: `3-way`, the patch rewritten;
+- the line fs 0003 removes changed: `conflict`;
+- unrelated changes (Makefile's SUBLEVEL, README); every other patch
+  `applied`.
+
+The rebase stops fs at 0003 with a sparse worktree, listing the file and
+the hunk; the other topics, closures after it too, are rebased and
+committed.  `--abort` puts refs, manifest, patches, stack cache and
+worktrees back exactly.  The rebase runs again; a scripted resolution and
+`--continue` finish it: the resolved patch and the 3-way one are written
+back to patches/fs/, the upstream ones leave patches/ for the topics'
+`upstream:` lists with checks that hold on the new base and fail on the old
+one, the old branches stay under refs/ktopic/old/6.1.192-3/, and
+`generate` then applies nothing.  Everything happens on a copy of the
+project and a mirror of the real work repository, under tmp_path."""
 
 import re
 import shutil
@@ -12,11 +35,46 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, Project
+from ktopic.patchfile import parse
+from rebase_support import header, outcomes, resolve_conflicts, snapshot
 
 pytestmark = pytest.mark.e2e
 KTOPIC = [sys.executable, str(REPO / "tools/bin/ktopic")]
-NEW_DV = "6.1.193-1"
+OLD_DV, NEW_DV = "6.1.192-3", "6.1.193-1"
+
+# The real patches each case uses, as topic/file.
+EXACT = "locking/0001-locking-six-add-SIX-locks-shared-intent-exclusive.patch"
+WHITESPACE = "locking/0003-locking-locktorture-add-six_lock-and-six_lock_pcpu.patch"
+CONTEXT = "mm/0001-mm-pagecache-add-lock.patch"
+THREE_WAY = "fs/0001-fs-insert_inode_locked2.patch"
+CONFLICT = "fs/0003-block-export-the-bio-page-dirtying-helpers-and-blk_s.patch"
+# ... and the evidence each upstream one is found by.
+EVIDENCE = {EXACT: "patch-id", WHITESPACE: "reverse-applies", CONTEXT: "three-way"}
+
+BLK_STATUS_TO_STR = "\nconst char *blk_status_to_str(blk_status_t status);\n"
+
+# (file, old text, new text) on top of the patches the newer tree contains.
+EDITS = [
+    ("Makefile", "SUBLEVEL = 192\n", "SUBLEVEL = 193\n"),
+    ("README", "", "\nA line a newer point release added.\n"),            # appended
+    # WHITESPACE: elsewhere in its file, so that its patch-id differs.
+    ("kernel/locking/locktorture.c", "MODULE_AUTHOR(\"Paul E. McKenney <paulmck@linux.ibm.com>\");",
+     "MODULE_AUTHOR(\"Paul E. McKenney <paulmck@kernel.org>\");"),
+    # CONTEXT: a comment on a line of the context of page_cache_ra_unbounded()'s
+    # hunk, two lines below what mm 0001 adds (not next to it: git takes
+    # changes that touch for a conflict).
+    ("mm/readahead.c", "\tpagecache_add_batch_put(mapping, add_locked);\n"
+     "\tfilemap_invalidate_unlock_shared(mapping);\n\tmemalloc_nofs_restore(nofs);\n}\n",
+     "\tpagecache_add_batch_put(mapping, add_locked);\n"
+     "\tfilemap_invalidate_unlock_shared(mapping);\n"
+     "\tmemalloc_nofs_restore(nofs);\t/* after the unlock */\n}\n"),
+    # THREE_WAY: a line of its context, two lines above what fs 0001 adds.
+    ("fs/inode.c", "EXPORT_SYMBOL(insert_inode_locked);\n",
+     "EXPORT_SYMBOL_GPL(insert_inode_locked);\n"),
+    # CONFLICT: the declaration fs 0003 removes from block/blk.h, changed.
+    ("block/blk.h", BLK_STATUS_TO_STR, BLK_STATUS_TO_STR.replace(");", ") __cold;")),
+]
 
 
 def git(gd: Path, *args: str, **kw) -> str:
@@ -28,87 +86,212 @@ def git(gd: Path, *args: str, **kw) -> str:
                           **kw).stdout
 
 
-def test_rebase_onto_a_newer_real_tree(real_workdir, tmp_path):
-    # A copy of the project and a work directory sharing the real import's objects.
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    shutil.copy(REPO / "branches.yaml", proj / "branches.yaml")
-    shutil.copytree(REPO / "patches", proj / "patches")
+def copy_of_project(real_workdir: Path, tmp_path: Path) -> Project:
+    """The project's manifest, patches and qemu/ in tmp_path/proj, and a work
+    directory tmp_path/proj-work whose repository shares the real import's
+    objects (nothing is written to the real one)."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    shutil.copy(REPO / "branches.yaml", root / "branches.yaml")
+    shutil.copytree(REPO / "patches", root / "patches")
     if (REPO / "qemu").exists():
-        shutil.copytree(REPO / "qemu", proj / "qemu")
-    wd = tmp_path / "work"
-    wd.mkdir()
-    gd = wd / "linux.git"
+        shutil.copytree(REPO / "qemu", root / "qemu")
+    project = Project(root, tmp_path / "linux-source-6.1.tar.xz")     # made by tarball_of()
+    project.workdir.mkdir()
+    gd = project.workdir / "linux.git"
     subprocess.run(["git", "clone", "-q", "--mirror", "--shared", str(real_workdir / "linux.git"),
                     str(gd)], check=True)
     git(gd, "config", "rerere.enabled", "true")
     if (real_workdir / "index-cache").exists():
-        shutil.copytree(real_workdir / "index-cache", wd / "index-cache")
+        shutil.copytree(real_workdir / "index-cache", project.workdir / "index-cache")
+    return project
 
-    def ktopic(*a):
-        return subprocess.run([*KTOPIC, "-m", str(proj / "branches.yaml"), "-w", str(wd), *a],
-                              capture_output=True, text=True)
-    r = ktopic("generate")
-    assert r.returncode == 0, r.stderr
-    m = yaml.safe_load((proj / "branches.yaml").read_text())
-    carried = [(name, (p if isinstance(p, str) else p["file"])) for name, t in m["topics"].items()
-               for p in t.get("patches", [])]
-    assert carried, "the manifest carries no patch"
-    up_topic, up_file = carried[0]
-    patch = proj / "patches" / up_topic / up_file
 
-    # The newer tree: base + our patch + an unrelated change + SUBLEVEL 193.
-    old_refs = dict(ln.split() for ln in git(gd, "for-each-ref", "--format=%(refname) %(objectname)")
-                    .splitlines())
-    base = old_refs["refs/heads/base"]
-    idx = {"GIT_INDEX_FILE": str(tmp_path / "index")}
+def ktopic(project: Project, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*KTOPIC, *project.args(*args)], capture_output=True, text=True)
+
+
+def patch_text(project: Project, rel: str) -> str:
+    return (project.root / "patches" / rel).read_text()
+
+
+def indented_with_spaces(patch: str) -> str:
+    """The patch with the tabs that indent its added lines made spaces."""
+    return re.sub(r"^\+(\t+)", lambda m: "+" + " " * 8 * len(m.group(1)), patch, flags=re.M)
+
+
+def newer_tree(project: Project, base: str, tmp_path: Path) -> str:
+    """A commit on base with the tree the docstring describes."""
+    gd = project.workdir / "linux.git"
+    idx = {"GIT_INDEX_FILE": str(tmp_path / "newer.index")}
     git(gd, "read-tree", base, env=idx)
-    git(gd, "apply", "--cached", str(patch), env=idx)
-    for path, edit in (("Makefile", lambda s: s.replace("SUBLEVEL = 192", "SUBLEVEL = 193", 1)),
-                       ("README", lambda s: s + "\nA line a newer point release added.\n")):
-        blob = subprocess.run(["git", "--git-dir", str(gd), "hash-object", "-w", "--stdin"],
-                              input=edit(git(gd, "show", f"{base}:{path}")), text=True,
-                              capture_output=True, check=True).stdout.strip()
+    for patch in (patch_text(project, EXACT), indented_with_spaces(patch_text(project, WHITESPACE)),
+                  patch_text(project, CONTEXT)):
+        git(gd, "apply", "--cached", "-", input=patch, env=idx)
+    for path, old, new in EDITS:
+        text = git(gd, "show", f":{path}", env=idx)
+        assert not old or text.count(old) == 1, (path, old)
+        text = text.replace(old, new) if old else text + new
+        blob = git(gd, "hash-object", "-w", "--stdin", input=text).strip()
         git(gd, "update-index", "--cacheinfo", f"100644,{blob},{path}", env=idx)
     tree = git(gd, "write-tree", env=idx).strip()
-    newer = git(gd, "commit-tree", tree, "-p", base, "-m", "newer", env=idx).strip()
-    tarball = tmp_path / "linux-source-6.1.tar.xz"
-    with open(tarball, "wb") as out:
-        a = subprocess.Popen(["git", "--git-dir", str(gd), "archive", "--format=tar",
-                              "--prefix=linux-source-6.1/", newer], stdout=subprocess.PIPE)
+    return git(gd, "commit-tree", tree, "-p", base, "-m", "newer", env=idx).strip()
+
+
+def tarball_of(project: Project, commit: str) -> Path:
+    """The packaged tree of commit, as a tarball: git archive, xz -0."""
+    with open(project.tarball, "wb") as out:
+        a = subprocess.Popen(["git", "--git-dir", str(project.workdir / "linux.git"), "archive",
+                              "--format=tar", "--prefix=linux-source-6.1/", commit],
+                             stdout=subprocess.PIPE)
         subprocess.run(["xz", "-0", "-T2", "-c"], stdin=a.stdout, stdout=out, check=True)
         assert a.wait() == 0
+    return project.tarball
 
-    r = ktopic("rebase", "--tarball", str(tarball), "--debian-version", NEW_DV)
-    assert r.returncode == 0, r.stdout + r.stderr
-    rows = {}
-    for ln in r.stdout.splitlines():
-        cells = [c.strip() for c in ln.split("│")[1:-1]]
-        if len(cells) == 4 and cells[0] and cells[0] != "topic":
-            rows[(cells[0], cells[1])] = cells[2]
-    assert rows[(up_topic, up_file)] == "upstream", r.stdout
-    others = {k: v for k, v in rows.items() if k != (up_topic, up_file) and k[1] != "-"}
-    assert set(others.values()) <= {"applied"}, r.stdout
-    assert len(others) == len(carried) - 1
 
-    refs = dict(ln.split() for ln in git(gd, "for-each-ref", "--format=%(refname) %(objectname)")
-                .splitlines())
+def carried(project: Project) -> list[str]:
+    """topic/file of every patch the manifest carries, in order."""
+    m = yaml.safe_load(project.manifest.read_text())
+    return [f"{name}/{p if isinstance(p, str) else p['file']}" for name, t in m["topics"].items()
+            for p in t.get("patches", [])]
+
+
+def expected_outcomes(patches: list[str], stopped: bool) -> dict[tuple[str, str], str]:
+    """The table, while the rebase is stopped at CONFLICT (the patches of
+    its topic after it are not reached) or once it is resolved."""
+    want = {("compiler", "-"): "done"}
+    stopped_topic = None
+    for rel in patches:
+        topic, file = rel.split("/")
+        if topic == stopped_topic:
+            continue
+        want[(topic, file)] = "upstream" if rel in EVIDENCE else \
+            "3-way" if rel == THREE_WAY else \
+            ("conflict" if stopped else "resolved") if rel == CONFLICT else "applied"
+        if stopped and rel == CONFLICT:
+            stopped_topic = topic
+    return want
+
+
+def check_stopped_at_the_conflict(project: Project, r, before: dict, patches: list[str]) -> None:
+    """fs stops in a sparse worktree with the conflict in place; the other
+    topics are rebased and committed, fs and the integration branch wait."""
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert outcomes(r.stdout) == expected_outcomes(patches, stopped=True), r.stdout
+    wt = project.workdir / "rebase" / "wt-fs"
+    assert f"topic fs: {Path(CONFLICT).name}" in r.stdout and f"worktree {wt}" in r.stdout
+    assert re.search(r"^  block/blk.h: hunk #1 \(@@ -249,7 \+249,6 @@\); "
+                     r"conflict markers at line\(s\) \d+$", r.stdout, re.M), r.stdout
+    text = (wt / "block/blk.h").read_text()
+    assert "<<<<<<<" in text and "blk_status_to_str(blk_status_t status) __cold;" in text
+    checked_out = {str(p.relative_to(wt)) for p in wt.rglob("*")
+                   if p.is_file() and p.name != ".git"}
+    assert "block/blk.h" in checked_out         # sparse: only (some of) the patch's files
+    assert checked_out <= set(parse(project.root / "patches" / CONFLICT).paths), checked_out
+    gd = project.workdir / "linux.git"
+    refs = project.refs()
     new_base = refs["refs/heads/base"]
-    assert git(gd, "rev-parse", f"{new_base}^").strip() == base
-    assert git(gd, "rev-parse", f"{new_base}^{{tree}}").strip() == tree    # the tarball, byte for byte
+    assert new_base != before["refs"]["refs/heads/base"]
+    m = yaml.safe_load(project.manifest.read_text())
     for name, t in m["topics"].items():
         b = t["branch"]
-        assert refs[f"refs/ktopic/old/6.1.192-3/{b}"] == old_refs[f"refs/heads/{b}"]
-        git(gd, "merge-base", "--is-ancestor", new_base, b)
-    m2 = yaml.safe_load((proj / "branches.yaml").read_text())
-    assert m2["base"]["debian-version"] == NEW_DV and m2["base"]["version"] == "6.1.193"
-    t2 = m2["topics"][up_topic]
-    assert up_file not in [p if isinstance(p, str) else p["file"] for p in t2.get("patches", [])]
-    entry = t2["upstream"][-1]
-    assert "patch-id" in entry["evidence"]
-    check = entry["checks"][0]
-    assert re.search(check["contains"], git(gd, "show", f"base:{check['file']}"), re.M)
-    if git(gd, "ls-tree", base, "--", check["file"]).strip():      # else a file the patch adds
-        assert not re.search(check["contains"], git(gd, "show", f"{base}:{check['file']}"), re.M)
-    g = ktopic("generate")
+        if name == "fs":
+            assert refs[f"refs/heads/{b}"] == before["refs"][f"refs/heads/{b}"], b
+        else:
+            assert refs[f"refs/heads/{b}"] != before["refs"][f"refs/heads/{b}"], b
+            assert git(gd, "merge-base", "--is-ancestor", new_base, b) == ""
+    assert refs["refs/heads/for-next"] == before["refs"]["refs/heads/for-next"]
+    now = snapshot(project)["patches"]
+    assert {k: v for k, v in now.items() if k.startswith("patches/fs/")} == \
+        {k: v for k, v in before["patches"].items() if k.startswith("patches/fs/")}
+
+
+def the_patch_side(ours: str, theirs: str) -> str:
+    """The resolution: blk_status_to_str()'s declaration leaves block/blk.h
+    as fs 0003 wants (it moves to include/linux/blkdev.h)."""
+    return theirs
+
+
+def test_rebase_onto_a_newer_real_tree(real_workdir, tmp_path):
+    project = copy_of_project(real_workdir, tmp_path)
+    gd = project.workdir / "linux.git"
+    r = ktopic(project, "generate")
+    assert r.returncode == 0, r.stderr
+    patches = carried(project)
+    for rel in (*EVIDENCE, THREE_WAY, CONFLICT):
+        assert rel in patches, f"the manifest no longer carries {rel}: choose another patch"
+    subjects = {rel: parse(project.root / "patches" / rel).subject for rel in EVIDENCE}
+    before = snapshot(project)
+    base = before["refs"]["refs/heads/base"]
+    newer = newer_tree(project, base, tmp_path)
+    tarball = tarball_of(project, newer)
+
+    def rebase():
+        return ktopic(project, "rebase", "--tarball", str(tarball), "--debian-version", NEW_DV)
+
+    # The conflict stops fs only; --abort puts everything back.
+    check_stopped_at_the_conflict(project, rebase(), before, patches)
+    a = ktopic(project, "rebase", "--abort")
+    assert a.returncode == 0, a.stdout + a.stderr
+    after = snapshot(project)
+    for key in before:
+        assert after[key] == before[key], key
+
+    # Again, then resolved by script: --continue finishes the rebase.
+    check_stopped_at_the_conflict(project, rebase(), before, patches)
+    resolve_conflicts(project.workdir / "rebase/wt-fs/block/blk.h", the_patch_side)
+    c = ktopic(project, "rebase", "--continue")
+    assert c.returncode == 0, c.stdout + c.stderr
+    assert outcomes(c.stdout) == expected_outcomes(patches, stopped=False), c.stdout
+    assert not (project.workdir / "rebase").exists()
+    assert len(git(gd, "worktree", "list").splitlines()) == 1
+
+    # Refs: the new base is the tarball, on the old one; every branch on it,
+    # its previous head kept.
+    refs = project.refs()
+    new_base = refs["refs/heads/base"]
+    assert git(gd, "rev-parse", f"{new_base}^").strip() == base
+    assert git(gd, "rev-parse", f"{new_base}^{{tree}}").strip() == \
+        git(gd, "rev-parse", f"{newer}^{{tree}}").strip()          # the tarball, byte for byte
+    m = yaml.safe_load(project.manifest.read_text())
+    for b in [t["branch"] for t in m["topics"].values()] + [m["integration"]["branch"]]:
+        assert refs[f"refs/ktopic/old/{OLD_DV}/{b}"] == before["refs"][f"refs/heads/{b}"], b
+        assert refs[f"refs/ktopic/made/{b}"] == refs[f"refs/heads/{b}"], b
+        assert git(gd, "merge-base", "--is-ancestor", new_base, b) == ""
+    assert m["base"]["debian-version"] == NEW_DV and m["base"]["version"] == "6.1.193"
+
+    # patches/: the upstream ones gone, the 3-way and the resolved one
+    # rewritten, the others as they were.
+    files = snapshot(project)["patches"]
+    assert carried(project) == [p for p in patches if p not in EVIDENCE]
+    assert set(files) == {f"patches/{p}" for p in patches if p not in EVIDENCE}
+    for rel in set(carried(project)) - {THREE_WAY, CONFLICT}:
+        assert files[f"patches/{rel}"] == before["patches"][f"patches/{rel}"], rel
+    for rel in (THREE_WAY, CONFLICT):       # the diff changed, not the mail ([PATCH n/3])
+        assert files[f"patches/{rel}"] != before["patches"][f"patches/{rel}"], rel
+        assert header(files[f"patches/{rel}"]) == header(before["patches"][f"patches/{rel}"]), rel
+    assert " EXPORT_SYMBOL_GPL(insert_inode_locked);\n" in files[f"patches/{THREE_WAY}"]
+    resolved = files[f"patches/{CONFLICT}"]
+    assert "-const char *blk_status_to_str(blk_status_t status) __cold;\n" in resolved
+    assert "<<<<<<<" not in resolved
+    # ... and the branch has the resolution.
+    assert "blk_status_to_str" not in git(gd, "show", "topic/fs:block/blk.h")
+    assert "\nconst char *blk_status_to_str(blk_status_t status);\n" in \
+        git(gd, "show", "topic/fs:include/linux/blkdev.h")
+
+    # The upstream entries: subject, evidence, and a check that holds on the
+    # new base and fails on the old one (unless the patch adds the file).
+    for rel, how in EVIDENCE.items():
+        topic = rel.split("/")[0]
+        (entry,) = [e for e in m["topics"][topic]["upstream"] if e["subject"] == subjects[rel]]
+        assert entry["upstream-in"] == f"v6.1.193 (linux-source-6.1 {NEW_DV})"
+        assert how in entry["evidence"], entry
+        (check,) = entry["checks"]
+        assert re.search(check["contains"], git(gd, "show", f"base:{check['file']}"), re.M)
+        if git(gd, "ls-tree", base, "--", check["file"]).strip():    # else the patch adds it
+            old_text = git(gd, "show", f"{base}:{check['file']}")
+            assert not re.search(check["contains"], old_text, re.M)
+
+    g = ktopic(project, "generate")
     assert g.returncode == 0 and "0 patches applied" in g.stdout, g.stdout + g.stderr
+    assert project.refs() == refs
