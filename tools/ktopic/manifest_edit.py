@@ -18,13 +18,59 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
+class _Dumper(yaml.SafeDumper):
+    """Lists indented under their key, as branches.yaml writes them."""
+
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
+
+
 def _entry_text(p, indent: str) -> list[str]:
     if isinstance(p, str):
         return [f"{indent}- {p}\n"]
-    body = yaml.safe_dump(p, sort_keys=False, default_flow_style=False, width=1000).splitlines()
+    body = yaml.dump(p, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                     width=72).splitlines()
     out = [f"{indent}- {body[0]}\n"]
     out += [f"{indent}  {ln}\n" for ln in body[1:]]
     return out
+
+
+def _file(p) -> str:
+    return p if isinstance(p, str) else p["file"]
+
+
+def _same(a, b) -> bool:
+    """The same entry, however it is spelt (a name, or a mapping of it)."""
+    def norm(p):
+        return {"file": p} if isinstance(p, str) else {k: v for k, v in p.items() if v}
+    return norm(a) == norm(b)
+
+
+def _written(t, lines: list[str], end: int) -> dict:
+    """file -> (entry as loaded, its lines as written) for the topic's list,
+    which ends before line index `end`."""
+    old = list(t.get("patches", []))
+    starts = [t["patches"].lines[i] - 1 for i in range(len(old))]
+    return {_file(p): (p, lines[a:b]) for p, a, b in zip(old, starts, starts[1:] + [end])}
+
+
+def _entries_text(entries: list, written: dict, indent: str) -> list[str]:
+    """The list's lines: an entry that did not change keeps its text (its
+    layout, comments and anchors), unless it names an anchor that is no
+    longer defined above it; any other is written out afresh."""
+    out: list[str] = []
+    for p in entries:
+        old = written.get(_file(p))
+        if old and _same(old[0], p):
+            text = "".join(out)
+            if all(f"&{a}" in text for a in _ALIAS.findall("".join(old[1]))):
+                out += old[1]
+                continue
+        out += _entry_text(p, indent)
+    return out
+
+
+_ALIAS = re.compile(r"(?<![\w&])\*([\w-]+)")
 
 
 def set_patches(m: Manifest, topic: str, entries: list) -> Manifest:
@@ -36,8 +82,6 @@ def set_patches(m: Manifest, topic: str, entries: list) -> Manifest:
     first_key = min(t.lines.values())
     key_indent = " " * _indent(lines[first_key - 1])
     block = [f"{key_indent}patches:\n"] if entries else [f"{key_indent}patches: []\n"]
-    for p in entries:
-        block += _entry_text(p, key_indent + "  ")
     if "patches" in t.lines:
         start = t.lines["patches"] - 1
         end = start + 1
@@ -58,8 +102,10 @@ def set_patches(m: Manifest, topic: str, entries: list) -> Manifest:
                 end += 1
                 continue
             break
+        block += _entries_text(entries, _written(t, lines, end), key_indent + "  ")
         lines[start:end] = block
     else:
+        block += _entries_text(entries, {}, key_indent + "  ")
         at = t.lines["branch"]           # insert after the branch: line
         lines[at:at] = block
     want = [p if isinstance(p, str) else p["file"] for p in entries]
