@@ -9,7 +9,7 @@ from pathlib import Path
 from . import manifest_edit
 from .errors import Failure
 from .generate import MADE, Generator, base_commit
-from .gitutil import Git
+from .gitutil import Git, tree_attributes
 from .manifest import Manifest
 from .workdir import Workdir
 
@@ -31,15 +31,9 @@ def export(m: Manifest, wd: Workdir, topic: str) -> tuple[Manifest, list[str]]:
     outdir = m.root / "patches" / topic
     outdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ktopic-export-", dir=outdir.parent) as tmp:
-        # The work repository is bare, where git reads no .gitattributes
-        # from the tree: give it the branch's own, so that hunk headers name
-        # the function (the kernel's "*.c diff=cpp") as in a checkout.
-        attrs = Path(tmp, "gitattributes")
-        attrs.write_text(git.run("show", f"{head}:.gitattributes", check=False) or "")
-        names = git.run("-c", f"core.attributesFile={attrs}",
-                        "format-patch", "--no-signature", "--zero-commit",
-                        "-o", str(Path(tmp, "out")),
-                        f"{start}..{head}").split()
+        with tree_attributes(git, head) as attrs:
+            names = git.run(*attrs, "format-patch", "--no-signature", "--zero-commit",
+                            "-o", str(Path(tmp, "out")), f"{start}..{head}").split()
         files = [Path(n).name for n in names]
         old = {p.path for p in t.patches}
         for f in files:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import Failure
@@ -107,3 +109,14 @@ class Git:
                 lines.append(f"update {ref} {new} {old if old is not None else ZERO}")
         lines += ["prepare", "commit", ""]
         self.run("update-ref", "-m", msg, "--stdin", input="\n".join(lines))
+
+
+@contextmanager
+def tree_attributes(git: "Git", commit: str):
+    """git options under which a bare repository reads the .gitattributes of
+    `commit` (a bare one reads none from the tree): format-patch then names
+    functions in hunk headers as a kernel checkout does ("*.c diff=cpp")."""
+    with tempfile.NamedTemporaryFile("w", prefix="ktopic-attributes-") as f:
+        f.write(git.run("show", f"{commit}:.gitattributes", check=False) or "")
+        f.flush()
+        yield ["-c", f"core.attributesFile={f.name}"]

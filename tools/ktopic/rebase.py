@@ -40,7 +40,7 @@ from . import importbase, manifest_edit, proofs, upstream_detect
 from .errors import Failure, KtopicError
 from .fastapply import Applied
 from .generate import MADE, Generator
-from .gitutil import ZERO, Git
+from .gitutil import ZERO, Git, tree_attributes
 from .manifest import Manifest
 from .patchfile import PatchFile, parse
 from .workdir import Workdir
@@ -402,7 +402,9 @@ class Rebase:
         git = self.git
         first = git.run("commit-tree", tree, "-p", parent, input=p.message,
                         env=p.ident_env()).strip()
-        return self._store_patch(name, t, p.path.name, git.run(*_format(p), first), parent, tree)
+        with tree_attributes(git, first) as attrs:
+            text = git.run(*attrs, *_format(p), first)
+        return self._store_patch(name, t, p.path.name, text, parent, tree)
 
     def _store_patch(self, name, t, file: str, text: str, parent: str, tree: str) -> str:
         git = self.git
@@ -508,7 +510,8 @@ class Rebase:
                 if _run_in(wt, "rev-parse", "HEAD^").stdout.strip() != c["head"]:
                     raise Failure(f"topic {name}: {wt} must hold exactly one commit on "
                                   f"{c['head'][:12]} (the resolved patch)")
-                text = _run_in(wt, *_format(p), resolved).stdout
+                with tree_attributes(git, resolved) as attrs:
+                    text = _run_in(wt, *attrs, *_format(p), resolved).stdout
                 t["head"] = self._store_patch(name, t, p.path.name, text, c["head"],
                                               git.tree_of(resolved))
                 t["rows"].append([p.path.name, RESOLVED, "conflict resolved by hand"])
