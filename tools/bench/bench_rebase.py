@@ -94,7 +94,11 @@ def run(repeat: int) -> bool:
         saved = tmp / "saved"
         shutil.copytree(proj, saved)
         cache0 = (wd / "stack-cache.json").read_bytes()
-        index0 = set(os.listdir(wd / "index-cache"))
+        def index_files() -> set[str]:
+            """generate makes index-cache/ only when a patch needs a full index"""
+            d = wd / "index-cache"
+            return set(os.listdir(d)) if d.is_dir() else set()
+        index0 = index_files()
 
         def restore(index_cache: bool):
             shutil.rmtree(proj)
@@ -108,7 +112,7 @@ def run(repeat: int) -> bool:
             (wd / "stack-cache.json").write_bytes(cache0)
             shutil.rmtree(wd / "rebase", ignore_errors=True)
             if not index_cache:
-                for f in set(os.listdir(wd / "index-cache")) - index0:
+                for f in index_files() - index0:
                     (wd / "index-cache" / f).unlink()
         rebase = lambda: subprocess.run([*kt, "rebase", "--tarball", str(dummy),  # noqa: E731
                                          "--debian-version", NEW_DV],
