@@ -159,3 +159,32 @@ def test_up_to_date_needs_the_same_stamp_and_a_kernel(tmp_path):
     assert res.ok and res.bzimage == out / "arch/x86/boot/bzImage"
     assert res.config.config == out / ".config" and not res.config.missing
     assert gb.up_to_date(out, "bench-x", gb.build_stamp("u" * 40, frags), frags) is None
+
+
+def test_describe_says_kernel_guest_suite_and_findings(capsys):
+    class K:
+        config_line = "topic/locking at abc, fragments base + locking"
+
+    class F:
+        kind, message, line = "warning", "WARNING: at kernel/x.c:1", 7
+    g = gb.Guest(text=CONSOLE, console=Path("/w/out/six.log"), status="pass", seconds=41.6,
+                 command="qemu-system-x86_64 -accel tcg", findings=[F()])
+    gb.describe(K(), g, "six_bench", "six", vcpus=2)
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "  kernel: topic/locking at abc, fragments base + locking",
+        "  guest: tcg, 2 vCPUs, 42s; six_bench suite: ok; console /w/out/six.log",
+        "  note: six: console finding warning: WARNING: at kernel/x.c:1 (/w/out/six.log:7)"]
+
+
+def test_host_measures_once_and_honours_a_forced_accelerator(monkeypatch, tmp_path):
+    from ktopic import boot, qkvm
+    calls = []
+    monkeypatch.setattr(boot, "speed_factor", lambda: calls.append("f") or 2.5)
+    monkeypatch.setattr(qkvm, "probe", lambda root: calls.append("p") or
+                        type("P", (), {"accel": "tcg", "reason": "kvm hangs"})())
+    h = boot.Host(tmp_path)
+    assert h.accel() == ("tcg", "kvm hangs") and h.accel() == ("tcg", "kvm hangs")
+    assert h.factor() == 2.5 and h.factor() == 2.5
+    assert calls == ["p", "f"]
+    assert boot.Host(tmp_path, "kvm").accel() == ("kvm", "kvm (forced)") and calls == ["p", "f"]
