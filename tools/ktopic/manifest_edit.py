@@ -108,7 +108,7 @@ def set_patches(m: Manifest, topic: str, entries: list) -> Manifest:
         block += _entries_text(entries, {}, key_indent + "  ")
         at = t.lines["branch"]           # insert after the branch: line
         lines[at:at] = block
-    want = [p if isinstance(p, str) else p["file"] for p in entries]
+    want = [_file(p) for p in entries]
 
     def check(reloaded: Manifest) -> None:
         got = [p.rel for p in reloaded.topics[topic].patches]
