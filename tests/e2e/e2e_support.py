@@ -16,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
-from ktopic.workdir import Workdir  # noqa: E402
+from ktopic.model.workdir import Workdir  # noqa: E402
 
 # Fixed identities and dates: the same test makes the same commit ids.
 GIT_ENV = {"GIT_AUTHOR_NAME": "ktopic e2e", "GIT_AUTHOR_EMAIL": "e2e@example.org",

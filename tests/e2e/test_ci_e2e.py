@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 from e2e_support import MANIFEST_HEAD, commit_on, git, ktopic, project, work_repo
 
-from ktopic import results as R
+from ktopic.model import results as R
 
 pytestmark = pytest.mark.e2e
 

@@ -36,7 +36,7 @@ import pytest
 import yaml
 
 from conftest import REPO, Project
-from ktopic.patchfile import parse
+from ktopic.plumbing.patchfile import parse
 from rebase_support import header, outcomes, resolve_conflicts, snapshot
 
 pytestmark = pytest.mark.e2e

@@ -21,8 +21,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
-from ktopic import report  # noqa: E402
-from ktopic.results import STAGES  # noqa: E402
+from ktopic.report import report  # noqa: E402
+from ktopic.model.results import STAGES  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 SAMPLE = REPO / "tests" / "data" / "reports" / "sample.json"

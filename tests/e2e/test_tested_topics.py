@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "tools"))
-from ktopic import manifest  # noqa: E402
+from ktopic.model import manifest  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools" / "bench"))
 
 import bench_ci  # noqa: E402
-from ktopic import manifest  # noqa: E402
+from ktopic.model import manifest  # noqa: E402
 
 
 def test_kunitconfig_keeps_y_lines_once_and_drops_modules(tmp_path):

@@ -1,4 +1,4 @@
-"""ktopic.boot and ktopic.qkvm with a fake QEMU: end of run, silence,
+"""ktopic.kernel.boot and ktopic.kernel.qkvm with a fake QEMU: end of run, silence,
 time-out, and that no process outlives a boot."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
-from ktopic import boot, qkvm  # noqa: E402
+from ktopic.kernel import boot, qkvm  # noqa: E402
 
 
 def fake_qemu(tmp_path: Path, body: str) -> Path:
@@ -167,7 +167,7 @@ def test_qemu_dies_with_a_killed_ktopic(tmp_path):
     script.write_text(f"#!/bin/sh\necho $$ > {tmp_path}/qpid\necho up\nexec sleep 300\n")
     script.chmod(0o755)
     code = (f"import sys; sys.path.insert(0, {str(REPO / 'tools')!r})\n"
-            "from pathlib import Path\nfrom ktopic import boot\n"
+            "from pathlib import Path\nfrom ktopic.kernel import boot\n"
             f"boot.QEMU = {str(script)!r}\n"
             f"boot.boot(boot.BootRequest(Path('k'), Path('i'), Path({str(tmp_path / 'c.log')!r}),"
             " timeout=60, silence=60))\n")

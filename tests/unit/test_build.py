@@ -1,4 +1,4 @@
-"""ktopic.build without a kernel: the tool-managed worktree, the
+"""ktopic.kernel.build without a kernel: the tool-managed worktree, the
 changed-code-never-compiled check, module lists, directory names."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
-from ktopic import build  # noqa: E402
+from ktopic.kernel import build  # noqa: E402
 
 ENV = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t",
            GIT_COMMITTER_EMAIL="t@e", GIT_CONFIG_NOSYSTEM="1", HOME="/nonexistent")

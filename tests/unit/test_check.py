@@ -19,9 +19,10 @@ import pytest
 
 from conftest import IDENT, REAL_TARBALL, TREE, make_patch, make_tarball
 
-from ktopic import check, checkpatch, hygiene, manifest
-from ktopic import results as R
-from ktopic.workdir import Workdir, default_root
+from ktopic.gates import check, checkpatch, hygiene
+from ktopic.model import manifest
+from ktopic.model import results as R
+from ktopic.model.workdir import Workdir, default_root
 
 SCRIPTS = ["scripts/checkpatch.pl", "scripts/spelling.txt", "scripts/const_structs.checkpatch",
            "scripts/get_maintainer.pl"]

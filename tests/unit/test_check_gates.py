@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ktopic import bisectable, check, gatecache, manifest, new_warnings
-from ktopic import results as R
-from ktopic.workdir import Workdir
+from ktopic.gates import bisectable, check, gatecache, new_warnings
+from ktopic.model import manifest
+from ktopic.model import results as R
+from ktopic.model.workdir import Workdir
 
 SRC = Path("/w/src")
 OUT = Path("/w/build/topic_x")
@@ -378,8 +379,8 @@ def test_options_a_later_commit_adds_are_left_out_before_the_head(tmp_path, monk
     """The fragment describes the head: at an earlier commit an option that
     does not exist yet cannot stick, and that is not the commit's failure;
     an option that exists and does not stick still is."""
-    from ktopic import build as buildmod
-    from ktopic import kconfig
+    from ktopic.kernel import build as buildmod
+    from ktopic.kernel import kconfig
     src = tmp_path / "src"
     (src / "lib").mkdir(parents=True)
     (src / "Kconfig").write_text('source "lib/Kconfig"\n')
@@ -438,7 +439,7 @@ def test_options_a_later_commit_adds_are_left_out_before_the_head(tmp_path, monk
 def test_a_c_file_included_by_another_is_not_compiled_alone(tmp_path):
     """lib/closure_test.c is #included by lib/closure.c: compiling it on its
     own gives only errors, so the warnings gate leaves it to closure.o."""
-    from ktopic import new_warnings
+    from ktopic.gates import new_warnings
     lib = tmp_path / "lib"
     lib.mkdir()
     (lib / ".closure.o.cmd").write_text("deps := \\\n  /src/lib/closure.c \\\n  /src/lib/closure_test.c \\\n")

@@ -1,4 +1,4 @@
-"""ktopic.ci without a kernel: targets from the manifest, keys, same_as,
+"""ktopic.runner.runner without a kernel: targets from the manifest, keys, same_as,
 the result cache and in_base, with build and boot replaced by fakes that
 replay recorded consoles."""
 
@@ -16,11 +16,12 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ktopic import boot as bootmod  # noqa: E402
-from ktopic import build as buildmod  # noqa: E402
-from ktopic import ci, initramfs, ktap  # noqa: E402
+from ktopic.kernel import boot as bootmod  # noqa: E402
+from ktopic.kernel import build as buildmod  # noqa: E402
+from ktopic.runner import runner as ci  # noqa: E402
+from ktopic.kernel import initramfs, ktap  # noqa: E402
 from ktopic.errors import KtopicError  # noqa: E402
-from ktopic.results import CACHED, FAIL, PASS  # noqa: E402
+from ktopic.model.results import CACHED, FAIL, PASS  # noqa: E402
 
 from test_ktap import parser  # noqa: E402,F401  (fixture)
 

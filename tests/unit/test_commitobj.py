@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-from ktopic import commitobj
-from ktopic.gitutil import Git
-from ktopic.objstore import ObjectStore
+from ktopic.plumbing import commitobj
+from ktopic.plumbing.gitutil import Git
+from ktopic.plumbing.objstore import ObjectStore
 
 
 @pytest.fixture

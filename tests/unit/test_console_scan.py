@@ -1,4 +1,4 @@
-"""ktopic.console_scan: recorded consoles replayed (tests/data/consoles/)."""
+"""ktopic.kernel.console_scan: recorded consoles replayed (tests/data/consoles/)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
-from ktopic import console_scan  # noqa: E402
+from ktopic.kernel import console_scan  # noqa: E402
 from ktopic.errors import KtopicError  # noqa: E402
-from ktopic.results import Finding  # noqa: E402
+from ktopic.model.results import Finding  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "consoles"
 ALLOW = console_scan.load_allowlist(REPO / "qemu" / "allowlist.yaml")

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import TREE, git_in
-from ktopic import stack
+from ktopic.plumbing import stack
 
 TOPIC_REFS = ["refs/heads/topic/compiler", "refs/heads/topic/counters",
               "refs/heads/topic/names", "refs/heads/for-next"]
@@ -128,7 +128,7 @@ def test_interrupted_run_moves_no_ref(imported, ktopic, monkeypatch):
 
 
 def _hold_lock(workdir, started, release):
-    from ktopic.workdir import Workdir
+    from ktopic.model.workdir import Workdir
     with Workdir(workdir).lock():
         started.set()
         release.wait(10)

@@ -79,7 +79,7 @@ def test_debug_summary():
 
 
 def test_nodebug_fragment_turns_base_debug_options_off():
-    from ktopic import kconfig
+    from ktopic.kernel import kconfig
     frags = [gb.BASE_CONFIG, REPO / "qemu/configs/closures.config", gb.NODEBUG]
     v = kconfig.requested_values(frags)
     for name in ("CONFIG_PROVE_LOCKING", "CONFIG_DEBUG_ATOMIC_SLEEP", "CONFIG_DEBUG_LIST",
@@ -178,7 +178,7 @@ def test_describe_says_kernel_guest_suite_and_findings(capsys):
 
 
 def test_host_measures_once_and_honours_a_forced_accelerator(monkeypatch, tmp_path):
-    from ktopic import boot, qkvm
+    from ktopic.kernel import boot, qkvm
     calls = []
     monkeypatch.setattr(boot, "speed_factor", lambda: calls.append("f") or 2.5)
     monkeypatch.setattr(qkvm, "probe", lambda root: calls.append("p") or

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from ktopic import hunkapply
-from ktopic.fastapply import FastApply, NotSimple
-from ktopic.gitutil import Git
+from ktopic.plumbing import hunkapply
+from ktopic.plumbing.fastapply import FastApply, NotSimple
+from ktopic.plumbing.gitutil import Git
 
 ENV = dict(os.environ, GIT_AUTHOR_NAME="T", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="T",
            GIT_COMMITTER_EMAIL="t@x", GIT_AUTHOR_DATE="Thu, 3 Dec 2026 06:00:00 +0000",

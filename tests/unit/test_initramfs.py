@@ -1,4 +1,4 @@
-"""ktopic.initramfs: a reproducible newc archive with the guest contract's layout."""
+"""ktopic.kernel.initramfs: a reproducible newc archive with the guest contract's layout."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
-from ktopic import initramfs  # noqa: E402
+from ktopic.kernel import initramfs  # noqa: E402
 from ktopic.errors import Failure  # noqa: E402
 
 INIT = REPO / "qemu" / "init" / "init.c"

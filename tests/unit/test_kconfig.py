@@ -1,4 +1,4 @@
-"""ktopic.kconfig: fragments, the did-not-stick check, hashes (no kernel tree needed)."""
+"""ktopic.kernel.kconfig: fragments, the did-not-stick check, hashes (no kernel tree needed)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
-from ktopic import kconfig  # noqa: E402
+from ktopic.kernel import kconfig  # noqa: E402
 from ktopic.errors import KtopicError  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""ktopic.ktap: several KTAP documents in one console, parsed by the kernel's
+"""ktopic.kernel.ktap: several KTAP documents in one console, parsed by the kernel's
 own kunit_parser (from the work repository's base, or the packaged tarball)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
-from ktopic import ktap  # noqa: E402
-from ktopic.workdir import Workdir  # noqa: E402
+from ktopic.kernel import ktap  # noqa: E402
+from ktopic.model.workdir import Workdir  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "consoles"
 TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")

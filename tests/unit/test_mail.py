@@ -100,8 +100,9 @@ def test_reroll_in_a_fresh_clone_range_diff(generated, ktopic, tmp_path):
 
 
 def test_range_diff_unavailable_is_said(generated, tmp_path):
-    from ktopic import cover, manifest, revisions
-    from ktopic.gitutil import Git
+    from ktopic.send import cover, revisions
+    from ktopic.model import manifest
+    from ktopic.plumbing.gitutil import Git
     m = manifest.load(generated.manifest)
     git = Git(generated.workdir / "linux.git")
     base = generated.refs()["refs/heads/base"]
@@ -126,7 +127,8 @@ def test_range_diff_unavailable_is_said(generated, tmp_path):
 def test_targets(generated):
     """A dependent topic is mailed as its own patches on top of its
     dependencies; integration without recipients takes every topic's."""
-    from ktopic import mail, manifest
+    from ktopic.send import mail
+    from ktopic.model import manifest
     m = manifest.load(generated.manifest)
     t = mail.target(m, "names")
     assert (t.subject, t.topics, t.depends, t.to) == (
@@ -139,8 +141,8 @@ def test_targets(generated):
 
 def test_get_maintainer_from_the_branch_tree(tmp_path):
     """get_maintainer.pl is taken from the branch and run on the series."""
-    from ktopic import mail
-    from ktopic.gitutil import Git
+    from ktopic.send import mail
+    from ktopic.plumbing.gitutil import Git
     repo = tmp_path / "k"
     (repo / "scripts").mkdir(parents=True)
     (repo / "scripts/get_maintainer.pl").write_text(

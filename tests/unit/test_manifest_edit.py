@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from ktopic import manifest, manifest_edit
+from ktopic.model import manifest, manifest_edit
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from ktopic.gitutil import Git, GitError
-from ktopic.objstore import ObjectStore
+from ktopic.plumbing.gitutil import Git, GitError
+from ktopic.plumbing.objstore import ObjectStore
 
 
 @pytest.fixture

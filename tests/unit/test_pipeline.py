@@ -1,4 +1,4 @@
-"""ktopic.pipeline: the generated GitLab CI YAML and its structure."""
+"""ktopic.report.gitlab: the generated GitLab CI YAML and its structure."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
-from ktopic import manifest, pipeline  # noqa: E402
+from ktopic.model import manifest  # noqa: E402
+from ktopic.report import gitlab as pipeline  # noqa: E402
 from ktopic.errors import Failure, KtopicError  # noqa: E402
 
 TINY = REPO / "tests" / "data" / "reports" / "manifest.yaml"

@@ -19,7 +19,7 @@ def gitconfig(tmp_path, monkeypatch):
 
 def mailed(project, topic: str = "counters") -> str:
     """Record v1 of the topic as mailed, as `ktopic mail` would (without b4)."""
-    from ktopic import revisions
+    from ktopic.send import revisions
     refs = project.refs()
     head = refs[f"refs/heads/topic/{topic}"]
     st = revisions.new_state(project.root, "test-series", topic)

@@ -7,8 +7,8 @@ import subprocess
 import pytest
 
 from conftest import TREE, make_patch
-from ktopic.fastapply import FastApply, NotSimple
-from ktopic.gitutil import Git
+from ktopic.plumbing.fastapply import FastApply, NotSimple
+from ktopic.plumbing.gitutil import Git
 
 
 def full_index_tree(git: Git, tree: str, patch, tmp_path, *args) -> str | None:

@@ -1,4 +1,4 @@
-"""ktopic.report: JSON round trip, JUnit XML, HTML escaping, terminal tables."""
+"""ktopic.report.report: JSON round trip, JUnit XML, HTML escaping, terminal tables."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
-from ktopic import report  # noqa: E402
+from ktopic.report import report  # noqa: E402
 from ktopic.errors import KtopicError  # noqa: E402
-from ktopic.results import (BranchResult, CaseResult, Finding, Report,  # noqa: E402
+from ktopic.model.results import (BranchResult, CaseResult, Finding, Report,  # noqa: E402
                             StageResult, SuiteResult)
 
 SAMPLE = REPO / "tests" / "data" / "reports" / "sample.json"

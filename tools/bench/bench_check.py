@@ -29,8 +29,8 @@ import sys
 from benchlib import KTOPIC, REPO, scratch_workdir, table, timed, verdict
 
 sys.path.insert(0, str(REPO / "tools"))
-from ktopic import manifest  # noqa: E402
-from ktopic.workdir import Workdir  # noqa: E402
+from ktopic.model import manifest  # noqa: E402
+from ktopic.model.workdir import Workdir  # noqa: E402
 
 
 def _load() -> str:

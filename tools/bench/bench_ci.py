@@ -77,7 +77,7 @@ from pathlib import Path
 from benchlib import REPO, scratch_workdir, table, verdict
 
 sys.path.insert(0, str(REPO / "tools"))
-from ktopic import manifest  # noqa: E402
+from ktopic.model import manifest  # noqa: E402
 
 ENV_NAIVE = "KTOPIC_BENCH_CI_NAIVE"
 COLD_TARGET = 35 * 60

@@ -25,7 +25,7 @@ from pathlib import Path
 from benchlib import KTOPIC, REPO, scratch_workdir, sh, table, verdict
 
 sys.path.insert(0, str(REPO / "tools"))
-from ktopic import manifest  # noqa: E402
+from ktopic.model import manifest  # noqa: E402
 
 
 def timed(fn, repeat: int, before=None) -> tuple[float, float]:

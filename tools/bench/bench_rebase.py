@@ -26,8 +26,8 @@ from pathlib import Path
 from benchlib import KTOPIC, REPO, sh, table, timed, verdict
 
 sys.path.insert(0, str(REPO / "tools"))
-from ktopic import manifest  # noqa: E402
-from ktopic.workdir import Workdir  # noqa: E402
+from ktopic.model import manifest  # noqa: E402
+from ktopic.model.workdir import Workdir  # noqa: E402
 
 NEW_DV = "6.1.193-1"
 

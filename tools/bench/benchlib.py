@@ -47,7 +47,7 @@ def scratch_workdir(prefix: str):
     the main one (the base imported there first, once): benchmarks start
     from empty caches without importing the tarball again."""
     sys.path.insert(0, str(REPO / "tools"))
-    from ktopic.workdir import Workdir
+    from ktopic.model.workdir import Workdir
 
     main_wd = Workdir()
     subprocess.run([*KTOPIC, "-w", str(main_wd.root), "import-base"], check=True,

@@ -42,11 +42,12 @@ from pathlib import Path
 from benchlib import REPO
 
 sys.path.insert(0, str(REPO / "tools"))
-from ktopic import boot as bootmod  # noqa: E402
-from ktopic import build as buildmod  # noqa: E402
-from ktopic import console_scan, initramfs, kconfig, manifest  # noqa: E402
+from ktopic.kernel import boot as bootmod  # noqa: E402
+from ktopic.kernel import build as buildmod  # noqa: E402
+from ktopic.kernel import console_scan, initramfs, kconfig  # noqa: E402
+from ktopic.model import manifest  # noqa: E402
 from ktopic.errors import Failure, KtopicError  # noqa: E402
-from ktopic.workdir import Workdir  # noqa: E402
+from ktopic.model.workdir import Workdir  # noqa: E402
 
 QEMU_DIR = REPO / "qemu"
 BENCH_DIR = QEMU_DIR / "bench"

@@ -14,24 +14,24 @@ import signal
 import sys
 from pathlib import Path
 
-from .errors import Failure, KtopicError
+from ktopic.errors import Failure, KtopicError
 
 COMMANDS = {
-    "import-base": "cmd_import_base",
-    "generate": "cmd_generate",
-    "status": "cmd_status",
-    "export": "cmd_export",
-    "import-mbox": "cmd_import_mbox",
-    "build": "build",
-    "boot": "boot",
-    "ci": "ci",
-    "report": "report",
-    "pipeline": "pipeline",
-    "check": "cmd_check",
-    "mail": "cmd_mail",
-    "pull-request": "cmd_pull_request",
-    "rebase": "cmd_rebase",
-    "range-diff": "rangediff",
+    "import-base": "commands.cmd_import_base",
+    "generate": "commands.cmd_generate",
+    "status": "commands.cmd_status",
+    "export": "commands.cmd_export",
+    "import-mbox": "commands.cmd_import_mbox",
+    "build": "kernel.build",
+    "boot": "kernel.boot",
+    "ci": "runner.runner",
+    "report": "report.report",
+    "pipeline": "report.gitlab",
+    "check": "commands.cmd_check",
+    "mail": "commands.cmd_mail",
+    "pull-request": "commands.cmd_pull_request",
+    "rebase": "commands.cmd_rebase",
+    "range-diff": "branches.rangediff",
 }
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,205 @@
+"""Generate topic branches and the integration branch from the manifest.
+
+Each topic starts from the base plus its dependencies' patches (stacked in
+manifest order), then its own patches; integration stacks every topic.
+Refs move in one transaction at the end, only for topics whose patches all
+applied; a branch that holds commits the tool did not make is not moved
+without --force, and then its old head is kept under refs/ktopic/backup/.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ktopic.branches import proofs
+from ktopic.errors import Failure
+from ktopic.plumbing.gitutil import Git
+from ktopic.model.manifest import Manifest
+from ktopic.plumbing.objstore import ObjectStore
+from ktopic.plumbing.patchfile import Mailinfo, PatchFile, parse_many
+from ktopic.plumbing.stack import ApplyError, StackCache, Stacker
+from ktopic.model.workdir import Workdir
+
+MADE = "refs/ktopic/made/"
+BACKUP = "refs/ktopic/backup/"
+
+
+@dataclass
+class Outcome:
+    name: str               # topic name or "integration"
+    branch: str
+    head: str | None = None
+    old: str | None = None
+    error: str = ""
+    moved: bool = False
+    backup: str = ""
+    patches: int = 0
+
+
+@dataclass
+class Result:
+    outcomes: list[Outcome] = field(default_factory=list)
+    applied: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not any(o.error for o in self.outcomes)
+
+
+def base_commit(git: Git) -> str:
+    base = git.rev_parse("refs/heads/base")
+    if not base:
+        raise Failure("no base in the work repository: run `ktopic import-base` first")
+    return base
+
+
+def load_patches(m: Manifest, name: str) -> list[PatchFile]:
+    return parse_many([(p.path, f"patches/{name}/{p.rel}") for p in m.topics[name].patches])
+
+
+class Generator:
+    def __init__(self, m: Manifest, wd: Workdir):
+        self.m, self.wd = m, wd
+        self.git = Git(wd.git_dir)
+        self.store = ObjectStore(self.git)
+        self.cache = StackCache(wd.path("stack-cache.json"), self.git, self.store)
+        self.stacker = Stacker(self.git, self.cache, wd.path("index-cache"), self.store)
+        self._patches: dict[str, list[PatchFile]] = {}
+        self._parsing: dict[str, list[Mailinfo]] = {}
+
+    def patches(self, name: str) -> list[PatchFile]:
+        if name not in self._patches:
+            if name in self._parsing:
+                running = self._parsing.pop(name)
+                try:
+                    self._patches[name] = [m.result() for m in running]
+                finally:
+                    for m in running:
+                        m.stop()
+            else:
+                self._patches[name] = load_patches(self.m, name)
+        return self._patches[name]
+
+    def start_parsing(self, names: list[str], most: int = 64) -> None:
+        """Start `git mailinfo` on the patches of these topics, all at once
+        (up to most of them), while the run does other things.  Results,
+        and errors, are taken by patches(), topic by topic, in the order a
+        run asks for them: a topic never asked for (its dependency failed)
+        reports nothing, as before."""
+        for n in dict.fromkeys(names):
+            todo = self.m.topics[n].patches
+            if n in self._patches or n in self._parsing or not todo or len(todo) > most:
+                continue
+            most -= len(todo)
+            self._parsing[n] = []
+            for p in todo:
+                self._parsing[n].append(Mailinfo(p.path, f"patches/{n}/{p.rel}"))
+
+    def stop_parsing(self) -> None:
+        for running in self._parsing.values():
+            for m in running:
+                m.stop()
+        self._parsing.clear()
+
+    def start_of(self, base: str, name: str) -> str:
+        """Where a topic's own patches go: base plus its dependencies."""
+        head = base
+        for dep in self.m.closure(name):
+            head = self.stacker.stack(head, self.patches(dep))
+        return head
+
+    def head_of(self, base: str, name: str) -> str:
+        return self.stacker.stack(self.start_of(base, name), self.patches(name))
+
+    def integration_head(self, base: str) -> str:
+        head = base
+        for name in self.m.integration.topics:
+            head = self.stacker.stack(head, self.patches(name))
+        return head
+
+    def run(self, names: list[str] | None = None, force: bool = False,
+            integration: bool = True) -> Result:
+        t0 = time.monotonic()
+        try:
+            return self._run(t0, names, force, integration)
+        finally:
+            # Git processes end with the run, interrupted or not.
+            self.stop_parsing()
+            self.stacker.close()
+
+    def _run(self, t0: float, names: list[str] | None, force: bool, integration: bool) -> Result:
+        m, git = self.m, self.git
+        base = base_commit(git)
+        refs = git.refs()
+        selected = names or list(m.topics)
+        wanted = [n for n in m.order if n in selected]
+        self.start_parsing([t for n in wanted for t in (*m.closure(n), n)] +
+                           (list(m.integration.topics) if integration and not names else []))
+        proofs.verify(m, git, base, wanted)
+        result = Result()
+        failed: set[str] = set()
+        for name in wanted:
+            t = m.topics[name]
+            o = Outcome(name, t.branch, old=refs.get(t.ref), patches=len(t.patches))
+            bad = [d for d in m.closure(name) if d in failed]
+            if bad:
+                o.error = f"topic {name}: not generated: it depends on {', '.join(bad)}, which failed"
+                failed.add(name)
+            else:
+                try:
+                    o.head = self.head_of(base, name)
+                except ApplyError as e:
+                    o.error = f"topic {name}: {e}"
+                    failed.add(name)
+            result.outcomes.append(o)
+        if integration and not names:
+            i = m.integration
+            o = Outcome("integration", i.branch, old=refs.get(i.ref),
+                        patches=sum(len(m.topics[n].patches) for n in i.topics))
+            if failed:
+                o.error = (f"integration ({i.branch}): not generated: topic(s) "
+                           f"{', '.join(sorted(failed))} failed")
+            else:
+                o.head = self.integration_head(base)
+            result.outcomes.append(o)
+        self.cache.save()
+        self._move(result, force, refs)
+        result.applied = self.stacker.applied
+        result.seconds = time.monotonic() - t0
+        return result
+
+    def _move(self, result: Result, force: bool, refs: dict[str, str]) -> None:
+        git = self.git
+        updates: list[tuple[str, str, str | None]] = []
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        for o in result.outcomes:
+            if o.error or o.head is None:
+                continue
+            ref = "refs/heads/" + o.branch
+            made = refs.get(MADE + o.branch)
+            if o.old == o.head:
+                if made != o.head:
+                    updates.append((MADE + o.branch, o.head, made))
+                continue
+            if o.old and not self._ours(o.old, made, o.head):
+                if not force:
+                    o.error = (f"branch {o.branch} holds commits ktopic did not make "
+                               f"(head {o.old[:12]}); not overwritten. Export them with "
+                               f"`ktopic export`, or pass --force to replace it "
+                               f"(the old head is kept under {BACKUP}{o.branch}/)")
+                    continue
+                o.backup = f"{BACKUP}{o.branch}/{stamp}"
+                updates.append((o.backup, o.old, None))
+            updates.append((ref, o.head, o.old))
+            updates.append((MADE + o.branch, o.head, made))
+            o.moved = True
+        if updates:
+            git.update_refs(updates, "ktopic generate")
+
+    def _ours(self, old: str, made: str | None, new: str) -> bool:
+        """Moving the branch from old loses nothing ktopic did not make."""
+        if made and (old == made or self.git.is_ancestor(old, made)):
+            return True
+        return self.git.is_ancestor(old, new)

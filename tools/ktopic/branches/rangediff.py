@@ -1,0 +1,83 @@
+"""ktopic range-diff: how a topic changed between two base versions.
+
+The old branch is refs/ktopic/old/<OLD_BASE>/<branch> (kept by `ktopic
+rebase`), the new one the current branch.  Each side starts after the
+branch of the topic's last dependency on that base (or the base itself), so
+only the topic's own patches are compared."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from ktopic.model import manifest
+from ktopic.errors import Failure, KtopicError
+from ktopic.plumbing.gitutil import Git
+from ktopic.branches.rebase import BASES, OLD
+from ktopic.model.workdir import Workdir
+
+
+def register(sub) -> None:
+    p = sub.add_parser("range-diff", help="git range-diff of a topic between base versions",
+                       description=__doc__)
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("old_base", metavar="OLD_BASE", nargs="?",
+                   help="debian-version of the old base (default: the newest one kept)")
+    p.set_defaults(func=run)
+
+
+def _vkey(v: str) -> list:
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", v)]
+
+
+def old_bases(git: Git, branch: str) -> list[str]:
+    """Debian versions under which an old head of branch is kept, oldest first."""
+    out = []
+    for ref in git.refs(OLD):
+        rest = ref[len(OLD):]
+        v, _, b = rest.partition("/")
+        if b == branch:
+            out.append(v)
+    return sorted(out, key=_vkey)
+
+
+def ranges(m: manifest.Manifest, git: Git, topic: str, old_base: str | None) -> tuple[str, str]:
+    t = m.topic(topic)
+    kept = old_bases(git, t.branch)
+    if old_base is None:
+        if not kept:
+            raise Failure(f"no old head of {t.branch} is kept: `ktopic rebase` keeps them "
+                          f"under {OLD}<old base>/")
+        old_base = kept[-1]
+    elif old_base not in kept:
+        raise KtopicError(f"no old head of {t.branch} for base {old_base!r} "
+                          f"(kept: {', '.join(kept) or 'none'})")
+    old_head = git.ref(f"{OLD}{old_base}/{t.branch}")
+    new_head = git.ref(t.ref)
+    if not new_head:
+        raise Failure(f"branch {t.branch} does not exist")
+
+    def start(base: str, head: str, dep_ref) -> str:
+        deps = m.closure(topic)
+        if deps:
+            d = dep_ref(m.topics[deps[-1]].branch)
+            if d and git.is_ancestor(d, head):
+                return d
+        return base
+    old_start = start(git.ref(BASES + old_base) or old_head, old_head,
+                      lambda b: git.ref(f"{OLD}{old_base}/{b}"))
+    new_start = start(git.ref("refs/heads/base"), new_head, lambda b: git.ref("refs/heads/" + b))
+    return f"{old_start}..{old_head}", f"{new_start}..{new_head}"
+
+
+def run(args) -> int:
+    m = manifest.load(args.manifest)
+    git = Git(Workdir(args.workdir).git_dir)
+    old, new = ranges(m, git, args.topic, args.old_base)
+    colour = "--color" if sys.stdout.isatty() else "--no-color"
+    p = subprocess.run(["git", "range-diff", colour, old, new], env=git._env(None),
+                       stdout=sys.stdout if sys.stdout.isatty() else subprocess.PIPE, text=True)
+    if p.stdout:
+        sys.stdout.write(p.stdout)
+    return 0 if p.returncode == 0 else 1

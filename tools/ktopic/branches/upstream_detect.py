@@ -1,0 +1,114 @@
+"""Is a patch already in the new base?  Detection and the proof it leaves.
+
+Three kinds of evidence, cheapest first:
+
+- patch-id: `git patch-id --stable` of the patch equals that of the diff
+  between the two bases restricted to the patch's files (line numbers and
+  whitespace do not count), so the new base made exactly this change;
+- the patch applies as an empty change, or reverse-applies (whitespace
+  ignored), on the new base: the change is there with the same context;
+- a three-way merge onto the new base leaves the tree as it was: the change
+  is there, its context differs (rebase.py runs that one).
+
+Whatever the evidence, the manifest entry gets a check that the new base
+backs: a `contains` regular expression of a line the patch adds (a line the
+old base lacks, when there is one), whitespace-tolerant; for a patch that
+only deletes, a `lacks` of a line it removes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ktopic.plumbing.gitutil import Git
+from ktopic.plumbing.patchfile import PatchFile
+
+
+def patch_id(git: Git, diff: bytes | str) -> str | None:
+    """The stable patch-id of a diff (None for an empty one)."""
+    data = diff.encode() if isinstance(diff, str) else diff
+    out = git.run("patch-id", "--stable", input=data, binary=True).decode().split()
+    return out[0] if out else None
+
+
+def same_as_base_diff(git: Git, p: PatchFile, old: str, new: str) -> str | None:
+    """The patch-id when the old..new diff of the patch's files is exactly
+    this patch, else None."""
+    files = p.paths
+    if not files:
+        return None
+    ours = patch_id(git, p.path.read_bytes())
+    if ours is None:
+        return None
+    theirs = patch_id(git, git.run("diff", "--no-color", "--no-ext-diff", old, new, "--", *files,
+                                   binary=True))
+    return ours if ours == theirs else None
+
+
+def added_lines(p: PatchFile) -> dict[str, list[str]]:
+    """File (new side) -> lines the patch adds; and removed lines under
+    the key (file, '-')."""
+    out: dict = {}
+    current = None
+    for line in p.diff.splitlines():
+        if line.startswith("+++ "):
+            current = line[6:] if line.startswith("+++ b/") else None
+        elif line.startswith("--- "):
+            continue
+        elif current and line.startswith("+"):
+            out.setdefault(current, []).append(line[1:])
+        elif current and line.startswith("-"):
+            out.setdefault((current, "-"), []).append(line[1:])
+    return out
+
+
+def line_regex(line: str) -> str | None:
+    """A whitespace-tolerant, anchored regular expression for one line."""
+    tokens = line.split()
+    if not tokens:
+        return None
+    return r"^\s*" + r"\s+".join(re.escape(t) for t in tokens) + r"\s*$"
+
+
+def _distinctive(line: str) -> bool:
+    s = line.strip()
+    return len(s) >= 6 and re.search(r"[A-Za-z0-9_]{3}", s) is not None
+
+
+def find_check(git: Git, p: PatchFile, old: str, new: str) -> dict | None:
+    """A check ({file, contains|lacks}) that holds on new: preferably one
+    that does not hold on old, so it proves the change arrived."""
+    lines = added_lines(p)
+    files = sorted({k if isinstance(k, str) else k[0] for k in lines})
+    new_text = git.read_files(new, files)
+    old_text = git.read_files(old, files)
+    weak = None
+    for f in files:                          # contains: a line the patch adds
+        cands = sorted({ln for ln in lines.get(f, []) if _distinctive(ln)}, key=len, reverse=True)
+        for ln in cands:
+            rx = line_regex(ln)
+            if rx and new_text.get(f) is not None and re.search(rx, new_text[f], re.M):
+                if old_text.get(f) is None or not re.search(rx, old_text[f], re.M):
+                    return {"file": f, "contains": rx}
+                weak = weak or {"file": f, "contains": rx}
+    if weak:
+        return weak
+    for f in files:                          # lacks: a line a pure deletion removes
+        if lines.get(f):
+            continue
+        for ln in sorted({ln for ln in lines.get((f, "-"), []) if _distinctive(ln)},
+                         key=len, reverse=True):
+            rx = line_regex(ln)
+            if rx and new_text.get(f) is not None and not re.search(rx, new_text[f], re.M) \
+                    and old_text.get(f) and re.search(rx, old_text[f], re.M):
+                return {"file": f, "lacks": rx}
+    return None
+
+
+def entry(p: PatchFile, check: dict, how: str, version: str, package: str,
+          debian_version: str) -> dict:
+    """The manifest's upstream entry for p."""
+    return {"subject": p.subject,
+            "upstream-in": f"v{version} ({package} {debian_version})",
+            "evidence": f"found by ktopic rebase onto {debian_version}: {how}",
+            "checks": [check]}

@@ -1,0 +1,63 @@
+"""ktopic check [TOPIC...]: checkpatch, series hygiene and recipients for
+each topic's patches; --bisect: every commit builds; --warnings: no new
+W=1/sparse warnings (docs/gates.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("check", help="checkpatch, hygiene and recipients per patch; "
+                       "--bisect, --warnings build gates",
+                       description=__doc__)
+    p.add_argument("topics", nargs="*", metavar="TOPIC",
+                   help="topic or branch names, or 'integration' (default: every topic)")
+    p.add_argument("--strict", action="store_true",
+                   help="checkpatch --strict on every patch (default: on patches that add files)")
+    p.add_argument("--no-codespell", action="store_true",
+                   help="skip checkpatch's codespell dictionary")
+    p.add_argument("--bisect", action="store_true",
+                   help="build every commit of the topic (test config, ccache, incremental)")
+    p.add_argument("--warnings", action="store_true",
+                   help="W=1 and sparse on the .c files the topic touches, base vs branch")
+    p.add_argument("-j", "--jobs", type=int, default=0,
+                   help="parallel checkpatch runs and make -j (default: nproc)")
+    p.add_argument("--json", type=Path, default=None, metavar="PATH",
+                   help="also write the verdicts (with tool versions) as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ktopic.gates import check
+    from ktopic.model import manifest
+    from ktopic.model.workdir import Workdir
+    m = manifest.load(args.manifest)
+    wd = Workdir(args.workdir)
+    if not wd.git_dir.is_dir():
+        from ktopic.errors import Failure
+        raise Failure(f"no work repository at {wd.git_dir}: run `ktopic import-base` "
+                      "(and `ktopic generate` for --bisect/--warnings) first")
+    opts = check.Options(strict_all=args.strict, codespell=not args.no_codespell,
+                         bisect=args.bisect, warnings=args.warnings, jobs=args.jobs,
+                         progress=sys.stderr.isatty())
+    # The style gates only read the repository and their own content cache;
+    # the build gates take the work directory's lock for the topics their
+    # cache does not answer (an unchanged topic waits for no other run).
+    verdicts = check.check_topics(m, wd, args.topics, opts,
+                                  log=lambda s: print(s, file=sys.stderr, flush=True))
+    for tv in verdicts:
+        print("\n".join(check.render(tv, tools=False)))
+    if verdicts:
+        print(check.tools_line(verdicts[0].versions))
+    bad = [tv for tv in verdicts if not tv.ok]
+    if args.json:
+        tmp = args.json.with_name(f".{args.json.name}.{os.getpid()}")
+        tmp.write_text(json.dumps([tv.to_dict() for tv in verdicts], indent=1) + "\n")
+        tmp.replace(args.json)
+    print(f"check: {len(verdicts) - len(bad)} of {len(verdicts)} topic(s) pass"
+          + (f"; failing: {', '.join(tv.topic for tv in bad)}" if bad else ""))
+    return 1 if bad else 0

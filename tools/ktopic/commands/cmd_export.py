@@ -1,0 +1,26 @@
+"""ktopic export: write a topic branch back to patches/<topic>/."""
+
+from __future__ import annotations
+
+from ktopic.branches import export
+from ktopic.model import manifest
+from ktopic.model.workdir import Workdir
+
+
+def register(sub) -> None:
+    p = sub.add_parser("export", help="write a topic branch back as patch files",
+                       description=__doc__)
+    p.add_argument("topic", metavar="TOPIC")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    m = manifest.load(args.manifest)
+    m.topic(args.topic)
+    wd = Workdir(args.workdir)
+    with wd.lock():
+        _, files = export.export(m, wd, args.topic)
+    for f in files:
+        print(f"patches/{args.topic}/{f}")
+    print(f"{len(files)} patches written; {m.display()} lists them")
+    return 0

@@ -1,0 +1,40 @@
+"""ktopic generate: build the topic branches and the integration branch."""
+
+from __future__ import annotations
+
+import sys
+
+from ktopic.model import manifest
+from ktopic.branches.generate import Generator
+from ktopic.model.workdir import Workdir
+
+
+def register(sub) -> None:
+    p = sub.add_parser("generate", help="generate topic branches from the manifest",
+                       description=__doc__)
+    p.add_argument("topics", nargs="*", metavar="TOPIC",
+                   help="only these topics (default: all, and the integration branch)")
+    p.add_argument("--force", action="store_true",
+                   help="replace branches that hold commits ktopic did not make "
+                        "(their old heads are kept under refs/ktopic/backup/)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    m = manifest.load(args.manifest)
+    for t in args.topics:
+        m.topic(t)
+    wd = Workdir(args.workdir)
+    with wd.lock():
+        r = Generator(m, wd).run(args.topics or None, force=args.force)
+    for o in r.outcomes:
+        if o.error:
+            print(f"ktopic: {o.error}", file=sys.stderr)
+            continue
+        what = "created" if o.moved and not o.old else "updated" if o.moved else "unchanged"
+        line = f"{o.branch:<18} {o.head[:12]}  {what}  ({o.patches} patches)"
+        if o.backup:
+            line += f"; old head {o.old[:12]} kept as {o.backup}"
+        print(line)
+    print(f"{r.applied} patches applied in {r.seconds:.2f} s")
+    return 0 if r.ok else 1

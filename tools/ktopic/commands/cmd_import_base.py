@@ -1,0 +1,24 @@
+"""ktopic import-base: the packaged tarball becomes the base commit."""
+
+from __future__ import annotations
+
+from ktopic.plumbing import importbase
+from ktopic.model import manifest
+from ktopic.model.workdir import Workdir
+
+
+def register(sub) -> None:
+    p = sub.add_parser("import-base", help="import the packaged kernel tarball into the work repository",
+                       description=__doc__)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    m = manifest.load(args.manifest)
+    wd = Workdir(args.workdir)
+    with wd.lock():
+        r = importbase.import_base(m, wd)
+    state = "imported" if r.created else "already imported"
+    print(f"base {m.base.package} {m.base.debian_version}: {state} as {r.commit[:12]} "
+          f"(refs/heads/base in {wd.git_dir})")
+    return 0

@@ -1,0 +1,25 @@
+"""ktopic import-mbox: add a posted series (mbox or directory of mails) to a topic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ktopic.model import manifest
+from ktopic.branches import mbox
+
+
+def register(sub) -> None:
+    p = sub.add_parser("import-mbox", help="add a posted series to a topic", description=__doc__)
+    p.add_argument("source", type=Path, metavar="PATH", help="an mbox file or a directory of patch mails")
+    p.add_argument("--topic", required=True, metavar="T")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    m = manifest.load(args.manifest)
+    m.topic(args.topic)
+    _, written = mbox.import_mbox(m, args.source, args.topic)
+    for name in written:
+        print(f"patches/{args.topic}/{name}")
+    print(f"{len(written)} patches added to topic {args.topic} in {m.display()}")
+    return 0

@@ -1,0 +1,32 @@
+"""ktopic pull-request: a signed tag for the mailed revision of a topic (or
+the integration branch) and the text of `git request-pull` against the
+manifest's series.public-url, written to out/pull/<branch>-v<N>.txt."""
+
+from __future__ import annotations
+
+import sys
+
+from ktopic.model import manifest
+from ktopic.model.workdir import Workdir
+
+
+def register(sub) -> None:
+    p = sub.add_parser("pull-request", help="tag the current revision and write a pull request",
+                       description=__doc__)
+    p.add_argument("name", metavar="TOPIC|integration")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ktopic.send import pullreq
+    m = manifest.load(args.manifest)
+    m.check_series_name(args.name)
+    wd = Workdir(args.workdir)
+    with wd.lock():
+        r = pullreq.run(m, wd, args.name)
+    sys.stdout.write(r.text)
+    for w in r.warnings:
+        print(f"ktopic: note: {w}", file=sys.stderr)
+    print(f"\ntag {r.tag} ({'signed' if r.signed else 'annotated, not signed'}); "
+          f"written to {r.path}")
+    return 0

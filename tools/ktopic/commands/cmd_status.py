@@ -1,0 +1,76 @@
+"""ktopic status: where each topic branch stands against the manifest."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from ktopic.model import manifest
+from ktopic.branches.generate import MADE, Generator
+from ktopic.plumbing.gitutil import Git
+from ktopic.plumbing.stack import ApplyError
+from ktopic.model.workdir import Workdir
+
+
+def register(sub) -> None:
+    p = sub.add_parser("status", help="a table of the topic branches", description=__doc__)
+    p.set_defaults(func=run)
+
+
+def rows(m: manifest.Manifest, wd: Workdir) -> list[dict]:
+    git = Git(wd.git_dir)
+    base = git.rev_parse("refs/heads/base") if wd.git_dir.exists() else None
+    gen = Generator(m, wd) if base else None
+    out = []
+    entries = [(n, m.topics[n]) for n in m.order] + [("integration", m.integration)]
+    for name, t in entries:
+        head = git.ref(t.ref) if base else None
+        expected, state = None, ""
+        if not base:
+            state = "no base imported"
+        else:
+            try:
+                expected = gen.integration_head(base) if name == "integration" \
+                    else gen.head_of(base, name)
+            except ApplyError as e:
+                state = f"patches do not apply ({e.patch.display})"
+        if not state:
+            if head is None:
+                state = "not generated"
+            elif head == expected:
+                state = "in sync"
+            elif head == git.ref(MADE + t.branch):
+                state = "behind the manifest"
+            else:
+                state = "has commits ktopic did not make"
+        if name == "integration":
+            applied = sum(len(m.topics[n].patches) for n in t.topics)
+            up = sum(len(m.topics[n].upstream) for n in t.topics)
+            sup = sum(len(m.topics[n].superseded) for n in t.topics)
+        else:
+            applied, up, sup = len(t.patches), len(t.upstream), len(t.superseded)
+        out.append(dict(topic=name, branch=t.branch, head=(head or "")[:12],
+                        applied=applied, upstream=up, superseded=sup,
+                        base=m.base.debian_version, state=state,
+                        equals_base=bool(head and head == base)))
+    if gen:
+        gen.cache.save()
+    return out
+
+
+def run(args) -> int:
+    m = manifest.load(args.manifest)
+    wd = Workdir(args.workdir)
+    table = Table(title=f"{m.series.name} on {m.base.package} {m.base.debian_version}")
+    for col in ("topic", "branch", "head", "patches", "upstream", "superseded", "base", "state"):
+        table.add_column(col, justify="right" if col in ("patches", "upstream", "superseded") else "left")
+    ok = True
+    for r in rows(m, wd):
+        state = r["state"] + (" (= base)" if r["equals_base"] else "")
+        colour = "green" if r["state"] == "in sync" else "yellow"
+        ok &= r["state"] == "in sync"
+        table.add_row(r["topic"], r["branch"], r["head"] or "-", str(r["applied"]),
+                      str(r["upstream"]), str(r["superseded"]), r["base"],
+                      f"[{colour}]{state}[/]")
+    Console(width=140).print(table)
+    return 0

@@ -1,0 +1,1 @@
+"""What a series must pass before it is built: checkpatch and hygiene, every commit builds, no new W=1/sparse warning; verdicts cached by content."""

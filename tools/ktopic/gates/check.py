@@ -1,0 +1,445 @@
+"""ktopic check: the gates a topic passes before it is sent.
+
+Per patch: the base tree's scripts/checkpatch.pl (checkpatch.py) and the
+series hygiene (hygiene.py); per topic: the get_maintainer.pl recipients;
+with --bisect every commit of the topic builds (bisectable.py); with
+--warnings no new W=1 or sparse warning in the .c files the topic touches
+(new_warnings.py).  docs/gates.md describes the rules.
+
+Verdicts:
+
+- checkpatch ERROR: fails (no waiver);
+- checkpatch WARNING / CHECK: fails unless patches[].waivers in the
+  manifest names its type for that patch (with a reason);
+- --strict for every patch that adds a file (checkpatch cannot be strict
+  per file); patches that only change existing files get checkpatch's
+  defaults (which are strict by themselves under net/), unless --strict;
+- hygiene problems fail; SUBJECT_PREFIX and LEFTOVER take waivers too;
+  RECIPIENT problems are excused by topics.<t>.recipients-waived.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ktopic.gates import checkpatch as cp
+from ktopic.gates import hygiene as hy
+from ktopic.model import results as R
+from ktopic.errors import KtopicError
+
+INTEGRATION = "integration"
+
+
+@dataclass
+class PatchVerdict:
+    file: str                        # patches/<topic>/<name>
+    subject: str
+    strict: bool
+    ok: bool = True
+    messages: list[cp.Message] = field(default_factory=list)   # checkpatch's, waived marked
+    problems: list[hy.Problem] = field(default_factory=list)   # hygiene's, waived marked
+    total: str = ""                  # checkpatch's "total:" line
+    cached: bool = False
+    unused_waivers: list[str] = field(default_factory=list)
+
+    def failures(self) -> list:
+        return [x for x in self.messages + self.problems if not x.waived]
+
+
+@dataclass
+class TopicVerdict:
+    topic: str
+    branch: str
+    ok: bool = True
+    patches: list[PatchVerdict] = field(default_factory=list)
+    recipients: list[hy.Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    bisect: object = None            # bisectable.BisectResult
+    warnings: object = None          # new_warnings.WarningsResult
+    versions: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        n = len(self.patches)
+        bad = [p for p in self.patches if not p.ok]
+        errs = sum(1 for p in self.patches for x in p.messages if x.level == "ERROR")
+        waived = sum(1 for p in self.patches for x in p.messages + p.problems if x.waived)
+        parts = [f"{n} patch(es)" + (f", {len(bad)} failing" if bad else " clean")]
+        if errs:
+            parts.append(f"{errs} checkpatch error(s)")
+        if waived:
+            parts.append(f"{waived} waived")
+        rbad = [r for r in self.recipients if not r.waived]
+        if rbad:
+            parts.append(f"{len(rbad)} recipient(s) missing")
+        if self.bisect is not None:
+            b = self.bisect
+            parts.append(f"bisect: {b.summary()}")
+        if self.warnings is not None:
+            parts.append(f"warnings: {self.warnings.summary()}")
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["bisect"] = self.bisect.to_dict() if self.bisect is not None else None
+        d["warnings"] = self.warnings.to_dict() if self.warnings is not None else None
+        return d
+
+
+@dataclass
+class Options:
+    strict_all: bool = False         # --strict for every patch
+    codespell: bool = True
+    bisect: bool = False
+    warnings: bool = False
+    jobs: int = 0                    # parallel checkpatch runs / make -j (0: nproc)
+    progress: bool = True
+
+
+# ----------------------------------------------------------- tool versions
+
+def _first_line(*cmd: str) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "unavailable"
+
+
+def tool_versions(cache: Path, tree: cp.ScriptsTree, checker: cp.Checker) -> dict[str, str]:
+    """checkpatch's tree, git, b4, perl, codespell: what a verdict was made
+    with.  Program versions are remembered by the programs' (path, size,
+    mtime), so asking costs nothing on a cached run."""
+    progs = {"git": ("git", "--version"), "b4": ("b4", "--version"),
+             "perl": ("perl", "-e", "print qq{perl $^V}"),
+             "codespell": ("codespell", "--version")}
+    stamp = []
+    for name, cmd in progs.items():
+        exe = shutil.which(cmd[0])
+        st = os.stat(exe) if exe else None
+        stamp.append([name, exe, st.st_size if st else 0, st.st_mtime_ns if st else 0])
+    path = cache / "versions.json"
+    try:
+        saved = json.loads(path.read_text())
+        if saved.get("stamp") == stamp:
+            versions = saved["versions"]
+        else:
+            raise ValueError
+    except (OSError, ValueError, KeyError):
+        versions = {}
+        for (name, exe, *_), cmd in zip(stamp, progs.values()):
+            versions[name] = _first_line(*cmd) if exe else "not installed"
+        if versions.get("codespell", "").replace(".", "").isdigit():
+            versions["codespell"] = "codespell " + versions["codespell"]
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"stamp": stamp, "versions": versions}))
+        tmp.replace(path)
+    out = {"checkpatch": f"scripts/checkpatch.pl of base tree {tree.tree_id}"}
+    out.update(versions)
+    out["codespell"] = (f"{versions.get('codespell')} ({checker.dictionary}, without the "
+                        "names include/ calls)" if checker.codespell else "not used (no dictionary)")
+    return out
+
+
+# ------------------------------------------------------------------ gates
+
+def _topic_patches(m, name: str):
+    """(topic, Patch) pairs a name stands for: a topic's own, or every
+    topic's for the integration branch."""
+    if name == INTEGRATION:
+        return [(t, p) for t in m.integration.topics for p in m.topics[t].patches]
+    return [(name, p) for p in m.topics[name].patches]
+
+
+def _branch_of(m, name: str) -> str:
+    return m.integration.branch if name == INTEGRATION else m.topics[name].branch
+
+
+def resolve_names(m, names: list[str]) -> list[str]:
+    """Topic names (or branch names, or "integration") -> topic names, in
+    manifest order; every topic when none are given."""
+    if not names:
+        return list(m.order)
+    out = []
+    for n in names:
+        hit = [t for t, tp in m.topics.items() if n in (t, tp.branch)]
+        if n in (INTEGRATION, m.integration.branch):
+            hit = [INTEGRATION]
+        if not hit:
+            raise KtopicError(f"no topic or branch {n!r} (topics: {', '.join(m.topics)}, "
+                              f"{INTEGRATION})")
+        out += [h for h in hit if h not in out]
+    order = list(m.order) + [INTEGRATION]
+    return sorted(out, key=order.index)
+
+
+def _apply_waivers(pv: PatchVerdict, waivers) -> None:
+    by_type = {w.type: w.reason for w in waivers}
+    used = set()
+    for msg in pv.messages:
+        if msg.level != "ERROR" and msg.type in by_type:
+            msg.waived = by_type[msg.type]
+            used.add(msg.type)
+    for prob in pv.problems:
+        if prob.type in hy.WAIVABLE and prob.type in by_type:
+            prob.waived = by_type[prob.type]
+            used.add(prob.type)
+    pv.unused_waivers = [w.type for w in waivers if w.type not in used]
+    pv.ok = not pv.failures()
+
+
+def check_topics(m, wd, names: list[str], opts: Options | None = None,
+                 log=None) -> list[TopicVerdict]:
+    """Run the gates on the named topics (all when empty).  With opts.bisect
+    or opts.warnings the work directory's lock is taken for the topics that
+    the gate cache does not answer (gatecache.py)."""
+    from ktopic.plumbing.patchfile import parse
+    opts = opts or Options()
+    t0 = time.monotonic()
+    names = resolve_names(m, names)
+    cache = Path(wd.root) / "cache" / "check"
+    tree = cp.ScriptsTree.from_git(Path(wd.git_dir), m.base.ref, cache)
+    checker = cp.Checker(tree, cache, codespell=opts.codespell)
+    versions = tool_versions(cache, tree, checker)
+    sender = m.series.sender
+
+    # Every distinct patch once, whichever topics list it.
+    todo: dict[Path, tuple[str, object]] = {}
+    for name in names:
+        for topic, p in _topic_patches(m, name):
+            todo.setdefault(p.path, (topic, p))
+    data = {path: path.read_bytes() for path in todo}
+    workers = opts.jobs or os.cpu_count() or 1
+
+    def one(path: Path):
+        topic, p = todo[path]
+        pf = parse(path, f"patches/{topic}/{p.rel}")
+        strict = opts.strict_all or cp.adds_files(data[path].decode("utf-8", "replace"))
+        run = checker.checkpatch(data[path], strict)
+        pv = PatchVerdict(pf.display, pf.subject, strict, messages=run.messages,
+                          total=run.total, cached=run.cached)
+        pv.problems = hy.check_patch(pf.subject, pf.body, pf.author, pf.email, pf.files,
+                                     sender)
+        _apply_waivers(pv, p.waivers)
+        return path, pv
+
+    def maint(path: Path):
+        return path, checker.maintainers(data[path])
+
+    verdicts: dict[Path, PatchVerdict] = {}
+    maintainers: dict[Path, list[str]] = {}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        # The slow checkpatch runs first, get_maintainer.pl behind them.
+        futs = [pool.submit(one, p) for p in todo] + [pool.submit(maint, p) for p in todo]
+        for f in futs:
+            path, value = f.result()
+            if isinstance(value, PatchVerdict):
+                verdicts[path] = value
+            else:
+                maintainers[path] = value
+
+    out = []
+    for name in names:
+        tv = TopicVerdict(name, _branch_of(m, name), versions=dict(versions))
+        pairs = _topic_patches(m, name)
+        tv.patches = [verdicts[p.path] for _, p in pairs]
+        for pv in tv.patches:
+            tv.notes += [f"{pv.file}: waiver {w} matches nothing (stale?)"
+                         for w in pv.unused_waivers]
+        if name != INTEGRATION:
+            t = m.topics[name]
+            wanted: dict[str, list[str]] = {}
+            for _, p in pairs:
+                for ident in maintainers[p.path]:
+                    wanted.setdefault(ident, []).append(f"patches/{name}/{p.rel}")
+            tv.recipients, notes = hy.check_recipients(t.to, t.cc, t.recipients_waived, wanted)
+            tv.notes += notes
+        out.append(tv)
+    if opts.bisect or opts.warnings:
+        _build_gates(m, wd, out, opts, log)
+    for tv in out:
+        tv.ok = all(p.ok for p in tv.patches) and not any(not r.waived for r in tv.recipients) \
+            and (tv.bisect is None or tv.bisect.ok) and (tv.warnings is None or tv.warnings.ok)
+        tv.seconds = time.monotonic() - t0
+    return out
+
+
+def _build_gates(m, wd, verdicts: list[TopicVerdict], opts: Options, log) -> None:
+    """--bisect and --warnings: one walk per topic in its build directory:
+    W=1/sparse of the start, every commit built, W=1/sparse of the head.
+
+    A passing verdict is remembered by content (gatecache): a topic whose
+    start, head, config and toolchain are unchanged is not walked again,
+    and costs no lock either; the lock is taken only when something is
+    built (re-entrant: ci already holds it)."""
+    from ktopic.gates import bisectable as bs
+    from ktopic.gates.gatecache import GateCache
+    gates = [g for g, on in (("bisect", opts.bisect), ("warnings", opts.warnings)) if on]
+    cache = GateCache(wd)
+    todo = []
+    for tv in verdicts:
+        plan = bs.plan(m, wd, tv.topic)
+        if plan.error:
+            _walk(plan, wd, tv, cache, opts, log)      # says what is missing; builds nothing
+        elif not _from_cache(tv, plan, cache, gates, log):
+            todo.append(tv)
+    if not todo:
+        return
+    with wd.lock():
+        for tv in todo:
+            # Again under the lock: a run that held it may have moved the refs.
+            plan = bs.plan(m, wd, tv.topic)
+            if plan.error or not _from_cache(tv, plan, cache, gates, log):
+                _walk(plan, wd, tv, cache, opts, log)
+
+
+def _from_cache(tv: TopicVerdict, plan, cache, gates: list[str], log) -> bool:
+    """Take every requested verdict from the cache, or none."""
+    hits = {g: cache.load(g, plan) for g in gates}
+    if not all(hits.values()):
+        return False
+    tv.bisect, tv.warnings = hits.get("bisect"), hits.get("warnings")
+    if log:
+        log(f"gates {plan.branch}: cached: {' and '.join(gates)} passed at "
+            f"{plan.start[:12]}..{plan.head[:12]} ({len(plan.commits)} commit(s))")
+    return True
+
+
+def _walk(plan, wd, tv: TopicVerdict, cache, opts: Options, log) -> None:
+    """Run the requested gates that the cache does not answer; store what passes."""
+    from ktopic.gates import bisectable as bs
+    from ktopic.gates import new_warnings as wn
+    if plan.error:
+        if opts.bisect:
+            tv.bisect = bs.BisectResult(ok=False, error=plan.error)
+        if opts.warnings:
+            tv.warnings = wn.WarningsResult(ok=False, error=plan.error)
+        return
+    hit_b = cache.load("bisect", plan) if opts.bisect else None
+    hit_w = cache.load("warnings", plan) if opts.warnings else None
+    need_b, need_w = opts.bisect and hit_b is None, opts.warnings and hit_w is None
+    if log:
+        run = [g for g, n in (("bisect", need_b), ("warnings", need_w)) if n]
+        log(f"gates {plan.branch}: {' and '.join(run)} at {plan.start[:12]}..{plan.head[:12]} "
+            f"({len(plan.commits)} commit(s))" + ("; bisect cached" if hit_b else "")
+            + ("; warnings cached" if hit_w else ""))
+    before = wn.collect(plan, wd, at="start", jobs=opts.jobs, log=log) if need_w else None
+    tv.bisect = hit_b
+    built = True
+    if need_b:
+        tv.bisect = bs.walk(plan, wd, jobs=opts.jobs, progress=opts.progress, log=log)
+        built = tv.bisect.ok
+        cache.store("bisect", plan, tv.bisect)
+    elif need_w:
+        built = bs.build_head(plan, wd, jobs=opts.jobs, progress=opts.progress, log=log)
+    tv.warnings = hit_w
+    if need_w:
+        if not built:
+            tv.warnings = wn.WarningsResult(ok=False, error="the branch does not build")
+        else:
+            after = wn.collect(plan, wd, at="head", jobs=opts.jobs, log=log)
+            tv.warnings = wn.compare(before, after)
+            cache.store("warnings", plan, tv.warnings)
+
+
+# ------------------------------------------------------------- rendering
+
+def render(tv: TopicVerdict, tools: bool = True) -> list[str]:
+    """The plain-text report of one topic: failures quoted with checkpatch's
+    (or the compiler's) own lines, then the waived ones, then notes."""
+    lines = [f"{tv.branch}: {'PASS' if tv.ok else 'FAIL'}: {tv.summary()}"]
+    for pv in tv.patches:
+        state = "ok" if pv.ok else "FAIL"
+        lines.append(f"  {pv.file}: {state}{' (--strict)' if pv.strict else ''}"
+                     f"{' [cached]' if pv.cached else ''}  {pv.total}")
+        for x in pv.failures():
+            if isinstance(x, cp.Message):
+                lines += [f"      {ln}" for ln in x.lines]
+            else:
+                lines.append(f"      {x.type}: {x.message}")
+                lines += [f"        {ln}" for ln in x.lines]
+        for x in pv.messages + pv.problems:
+            if x.waived:
+                head = f"{x.level}:{x.type}" if isinstance(x, cp.Message) else x.type
+                lines.append(f"      waived {head}: {x.waived}")
+    for r in tv.recipients:
+        if r.waived:
+            lines.append(f"  recipient waived: {r.message}: {r.waived}")
+        else:
+            lines.append(f"  {r.type}: {r.message}")
+            lines += [f"    {ln}" for ln in r.lines]
+    if tv.bisect is not None:
+        lines += ["  " + ln for ln in tv.bisect.render()]
+    if tv.warnings is not None:
+        lines += ["  " + ln for ln in tv.warnings.render()]
+    lines += [f"  note: {n}" for n in tv.notes]
+    if tools:
+        lines.append(tools_line(tv.versions))
+    return lines
+
+
+def tools_line(versions: dict[str, str]) -> str:
+    return "tools: " + "; ".join(f"{k}: {v}" for k, v in versions.items())
+
+
+def findings(tv: TopicVerdict) -> list[R.Finding]:
+    """The verdict's failures as report findings (kind checkpatch, hygiene,
+    bisect or new_warning)."""
+    out = []
+    for pv in tv.patches:
+        for x in pv.failures():
+            if isinstance(x, cp.Message):
+                out.append(R.Finding("checkpatch", f"{pv.file}: {x.level}:{x.type}: {x.text}",
+                                     0, list(x.lines)))
+            else:
+                out.append(R.Finding("hygiene", f"{pv.file}: {x.type}: {x.message}", 0,
+                                     list(x.lines)))
+    for r in tv.recipients:
+        if not r.waived:
+            out.append(R.Finding("hygiene", f"{r.type}: {r.message}", 0, list(r.lines)))
+    if tv.bisect is not None:
+        out += tv.bisect.findings()
+    if tv.warnings is not None:
+        out += tv.warnings.findings()
+    return out
+
+
+def check_branch(manifest, workdir, topic: str, out_dir: Path | None = None,
+                 bisect: bool = False, warnings: bool = False, jobs: int = 0
+                 ) -> tuple[R.StageResult, dict]:
+    """The "check" stage of one branch, for `ktopic ci`.
+
+    topic: a topic name, a branch name, or "integration".  Returns the
+    StageResult and details: {"verdict": TopicVerdict.to_dict(), "findings":
+    [results.Finding], "versions": {...}, "lines": the rendered report}.
+    With out_dir, the report is written to out_dir/<branch-dir>/check.log
+    and the StageResult's log points at it (relative to out_dir).  Builds
+    (bisect, warnings) take the work directory's lock (ci already holds it;
+    the lock is re-entrant)."""
+    t0 = time.monotonic()
+    tv = check_topics(manifest, workdir, [topic],
+                      Options(bisect=bisect, warnings=warnings, jobs=jobs, progress=False))[0]
+    lines = render(tv)
+    log = ""
+    if out_dir is not None:
+        from ktopic.report.report import branch_dir
+        d = Path(out_dir) / branch_dir(tv.branch)
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f".check.log.{os.getpid()}"
+        tmp.write_text("\n".join(lines) + "\n")
+        tmp.replace(d / "check.log")
+        log = str((d / "check.log").relative_to(out_dir))
+    all_cached = bool(tv.patches) and all(p.cached for p in tv.patches) and \
+        (tv.bisect is None or tv.bisect.cached) and (tv.warnings is None or tv.warnings.cached)
+    status = R.FAIL if not tv.ok else (R.CACHED if all_cached else R.PASS)
+    st = R.StageResult("check", status, time.monotonic() - t0, tv.summary(), log)
+    return st, {"verdict": tv.to_dict(), "findings": findings(tv), "versions": tv.versions,
+                "lines": lines}

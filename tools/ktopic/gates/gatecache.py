@@ -1,0 +1,144 @@
+"""The build gates' verdicts (--bisect, --warnings) remembered by content.
+
+A verdict is stored under a key made of what it depends on:
+
+    the gate            "bisect" or "warnings"
+    the commit range    the topic's start and head commit ids, and its
+                        commits (start..head as bisectable.plan walks it)
+    the configuration   kconfig.fragment_hash() of the topic's fragments
+    the toolchain       gcc --version, ld --version, sparse --version
+                        (first lines)
+    the rules           the source of the modules that make the verdict
+                        (bisectable, new_warnings, build, kconfig, this one)
+
+in ``<workdir>/cache/check/gates/<gate>-<key>.json``.  A topic whose head
+moved (or whose dependencies moved, which moves its start) has another key
+and is walked again; an unchanged one costs a few git commands.
+
+Only passing verdicts are stored: a failure may be the machine's (a full
+disk, a compiler killed under memory pressure), and a topic that fails is
+being worked on, so it is walked again on the next run.
+
+The toolchain's versions are remembered by the programs' (path, size,
+mtime) in ``gates/toolchain.json``, so a cached run starts no compiler.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from ktopic.kernel import kconfig
+
+# Version of the stored format: part of every key.
+FORMAT = "1"
+GATES = ("bisect", "warnings")
+TOOLCHAIN = {"gcc": ("gcc", "--version"), "ld": ("ld", "--version"),
+             "sparse": ("sparse", "--version")}
+RULE_FILES = ("gates/bisectable.py", "gates/new_warnings.py", "kernel/build.py", "kernel/kconfig.py",
+              "gates/gatecache.py")
+
+
+def cache_dir(wd) -> Path:
+    return Path(wd.root) / "cache" / "check" / "gates"
+
+
+def _first_line(cmd: tuple[str, ...]) -> str:
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=30)
+        return p.stdout.strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "unavailable"
+
+
+def toolchain(cache: Path) -> dict[str, str]:
+    """{"gcc": ..., "ld": ..., "sparse": ...}: the first line of each
+    program's --version, asked again only when the program file changed."""
+    stamp = []
+    for name, cmd in TOOLCHAIN.items():
+        exe = shutil.which(cmd[0])
+        st = os.stat(exe) if exe else None
+        stamp.append([name, exe, st.st_size if st else 0, st.st_mtime_ns if st else 0])
+    path = cache / "toolchain.json"
+    try:
+        saved = json.loads(path.read_text())
+        if saved["stamp"] == stamp:
+            return saved["versions"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    versions = {name: (_first_line(cmd) if exe else "not installed")
+                for (name, exe, *_), cmd in zip(stamp, TOOLCHAIN.values())}
+    _write(path, {"stamp": stamp, "versions": versions})
+    return versions
+
+
+def rules_hash() -> str:
+    here = Path(__file__).parents[1]
+    h = hashlib.sha256()
+    for name in RULE_FILES:
+        h.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def key_parts(gate: str, plan, tools: dict[str, str], rules: str) -> dict:
+    """What a gate's verdict on a plan depends on (see the module's doc)."""
+    if gate not in GATES:
+        raise ValueError(f"unknown gate {gate!r}")
+    return {"format": FORMAT, "gate": gate, "start": plan.start, "head": plan.head,
+            "commits": [sha for sha, _ in plan.commits],
+            "config": kconfig.fragment_hash(plan.fragments),
+            "toolchain": dict(sorted(tools.items())), "rules": rules}
+
+
+def key(parts: dict) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _write(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+
+
+class GateCache:
+    """Load and store the verdicts of one run (one toolchain, one rule set)."""
+
+    def __init__(self, wd):
+        self.dir = cache_dir(wd)
+        self.tools = toolchain(self.dir)
+        self.rules = rules_hash()
+
+    def path(self, gate: str, plan) -> Path:
+        return self.dir / f"{gate}-{key(key_parts(gate, plan, self.tools, self.rules))}.json"
+
+    def load(self, gate: str, plan):
+        """The stored verdict (a BisectResult or WarningsResult, marked
+        cached), or None."""
+        from ktopic.gates import bisectable as bs
+        from ktopic.gates import new_warnings as wn
+        if plan.error:
+            return None
+        try:
+            data = json.loads(self.path(gate, plan).read_text())
+            cls = bs.BisectResult if gate == "bisect" else wn.WarningsResult
+            res = cls.from_dict(data["result"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        res.cached = True
+        return res
+
+    def store(self, gate: str, plan, result) -> bool:
+        """Remember a passing verdict; failures are not stored."""
+        if plan.error or not result.ok or getattr(result, "error", ""):
+            return False
+        parts = key_parts(gate, plan, self.tools, self.rules)
+        d = result.to_dict()
+        d["cached"] = False
+        _write(self.path(gate, plan), {"key": parts, "branch": plan.branch, "result": d})
+        return True

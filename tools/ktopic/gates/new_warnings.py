@@ -1,0 +1,255 @@
+"""ktopic check --warnings: a topic adds no compiler (W=1) or sparse warning.
+
+The .c files the topic adds or changes (build.changed_c_files between the
+topic's start and its head) are compiled as single objects in the topic's
+configured build directory, with W=1 and sparse (C=1):
+
+    make -C <worktree> O=<build dir> -k W=1 C=1 path/file.o ...
+
+once with the worktree at the topic's start (base + dependencies; the files
+that exist there), once at its head.  Each object is removed first, so gcc
+and sparse really run.  A diagnostic counts by its file, kind and message
+with line and column numbers taken out; a (file, kind, message) the head
+shows more often than the start is new, and fails the gate, quoted with
+file:line and the compiler's own lines.  What the start already shows is not
+the topic's.  An object the configuration does not build is named, not
+failed (build.py fails changed code that was never compiled).
+
+The next normal build of the directory recompiles those objects with the
+normal flags (ccache has them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ktopic.kernel import build as buildmod
+from ktopic.kernel import kconfig
+from ktopic.model import results as R
+
+_DIAG = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)?\s+"
+                   r"(?P<kind>warning|error):\s+(?P<msg>.*)$")
+_QUIET = re.compile(r"^\s{2}(CC|CHECK)\s+(\S+)")
+_GCC_OPTION = re.compile(r"\[-W[^\]]+\]$")
+
+
+@dataclass
+class Diagnostic:
+    file: str
+    line: int
+    kind: str                        # warning | error
+    message: str
+    tool: str                        # gcc | sparse
+    lines: list[str] = field(default_factory=list)   # the tool's own lines
+
+    def signature(self) -> tuple[str, str, str]:
+        msg = re.sub(r"(:\d+)+\b", "", self.message)
+        msg = re.sub(r"\s+", " ", msg).strip()
+        return (self.file, self.kind, msg)
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class Collected:
+    at: str                          # start | head
+    commit: str
+    files: list[str]                 # .c files compiled
+    not_built: list[str] = field(default_factory=list)   # not in the configuration
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    log: str = ""
+
+
+@dataclass
+class WarningsResult:
+    ok: bool
+    new: list[Diagnostic] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    not_built: list[str] = field(default_factory=list)
+    base_count: int = 0
+    head_count: int = 0
+    error: str = ""
+    cached: bool = False             # the verdict came from gatecache
+
+    def summary(self) -> str:
+        if self.error:
+            return self.error
+        s = f"{len(self.new)} new (start {self.base_count}, head {self.head_count}) " \
+            f"in {len(self.files)} file(s)"
+        if self.new:
+            s = f"{self.new[0].where()}: {self.new[0].kind}: {self.new[0].message}; " + s
+        return s
+
+    def render(self) -> list[str]:
+        if self.error:
+            return [f"warnings: FAIL: {self.error}"]
+        out = [f"warnings: {'ok' if self.ok else 'FAIL'}: {self.summary()}"
+               + (" [cached]" if self.cached else "")]
+        for d in self.new:
+            out.append(f"  new {d.tool} {d.kind}: {d.where()}: {d.message}")
+            out += [f"      {ln}" for ln in d.lines]
+        for f in self.not_built:
+            out.append(f"  not built in the test configuration: {f}")
+        return out
+
+    def findings(self) -> list[R.Finding]:
+        if self.error:
+            return [R.Finding("new_warning", self.error)]
+        return [R.Finding("new_warning", f"{d.where()}: {d.tool} {d.kind}: {d.message}",
+                          d.line, [f"{d.where()}: {d.kind}: {d.message}", *d.lines])
+                for d in self.new]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "WarningsResult":
+        d = dict(d)
+        d["new"] = [Diagnostic(**x) for x in d.get("new", [])]
+        return cls(**d)
+
+
+def _tool(kind: str, msg: str, context: str) -> str:
+    """Which tool said it.  gcc names the option of every warning it gives
+    ("[-Wunused-variable]"), sparse never does; with -j the lines of a CHECK
+    and a CC interleave, so the quiet line before is only a guess, left for
+    errors, which neither tool tags."""
+    if kind == "warning":
+        return "gcc" if _GCC_OPTION.search(msg) else "sparse"
+    return context
+
+
+def parse(text: str, src: Path, out: Path) -> list[Diagnostic]:
+    """gcc and sparse diagnostics of a make log, paths relative to the tree."""
+    pre = [str(src) + "/", str(out) + "/", "./"]
+
+    def rel(p: str) -> str:
+        for x in pre:
+            if p.startswith(x):
+                return p[len(x):]
+        return p
+    diags: list[Diagnostic] = []
+    tool = "gcc"
+    cur: Diagnostic | None = None
+    for raw in text.splitlines():
+        q = _QUIET.match(raw)
+        if q:
+            tool = "sparse" if q.group(1) == "CHECK" else "gcc"
+            cur = None
+            continue
+        m = _DIAG.match(raw)
+        if m:
+            # gcc quotes with U+2018/U+2019 in a UTF-8 locale: compare as ASCII
+            msg = m.group("msg").strip().replace("\u2018", "'").replace("\u2019", "'")
+            cur = Diagnostic(rel(m.group("file")), int(m.group("line")), m.group("kind"),
+                             msg, _tool(m.group("kind"), msg, tool))
+            diags.append(cur)
+            continue
+        if cur is not None and re.match(r"^\s*(\d+\s*)?\|", raw) and len(cur.lines) < 6:
+            cur.lines.append(raw.rstrip())
+        else:
+            cur = None
+    return diags
+
+
+def collect(plan, wd, at: str, jobs: int = 0, log=None) -> Collected:
+    """W=1 + sparse of the topic's changed .c files at its start or head."""
+    root, git_dir = Path(wd.root), Path(wd.git_dir)
+    commit = plan.start if at == "start" else plan.head
+    files = buildmod.changed_c_files(git_dir, plan.start, plan.head) if plan.start != plan.head \
+        else []
+    if at == "start":
+        files = [f for f in files if subprocess.run(
+            ["git", f"--git-dir={git_dir}", "cat-file", "-e", f"{commit}:{f}"],
+            capture_output=True).returncode == 0]
+    col = Collected(at, commit, files)
+    if not files:
+        return col
+    out = root / "build" / plan.build_name
+    wt = buildmod.Worktree(git_dir, root / "src")
+    env = buildmod.make_env(root)
+    if not (out / ".config").is_file():
+        # A directory never built: build the commit first (seeded from the
+        # base's build by build.build), which configures and prepares it.
+        from ktopic.gates.bisectable import build_commit
+        build_commit(plan, wd, commit, None, jobs)
+    wt.checkout(commit)
+    # Configure at both ends.  The topic's own options may not exist at its
+    # start (values that do not stick are expected there), and that
+    # configuration drops them from .config: the head must get them back, or
+    # its new code is compiled with its options off.
+    kconfig.configure(kconfig.ConfigRequest(src=wt.path, out=out,
+                                            fragments=plan.fragments, make_env=env))
+    # A .c that another .c #includes (a KUnit suite compiled into the file
+    # it tests) has no object of its own: its warnings come with the
+    # including object's, and compiling it alone only gives errors.
+    files = [f for f in files if not included_only(out, f)]
+    col.files = files
+    objs = [f[:-2] + ".o" for f in files]
+    for o in objs:
+        (out / o).unlink(missing_ok=True)
+    if log:
+        log(f"warnings {plan.branch}: W=1 C=1 at the {at} ({commit[:12]}): {' '.join(objs)}")
+    cmd = ["make", "-C", str(wt.path), f"O={out}", "-k", f"-j{jobs or os.cpu_count() or 1}",
+           "W=1", "C=1", "CC=ccache gcc", "HOSTCC=ccache gcc", *objs]
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, errors="replace")
+    col.log = f"$ {' '.join(cmd)}\n{p.stdout}"
+    (out / f"ktopic-warnings-{at}.log").write_text(col.log)
+    col.diagnostics = parse(p.stdout, wt.path, out)
+    for f, o in zip(files, objs):
+        if not (out / o).is_file() and not any(d.file == f and d.kind == "error"
+                                                for d in col.diagnostics):
+            col.not_built.append(f)
+    return col
+
+
+def included_only(out: Path, rel: str) -> bool:
+    """rel was never built on its own in `out` but another object of its
+    directory lists it among its dependencies (kbuild's .<name>.o.cmd)."""
+    d = out / Path(rel).parent
+    own = d / f".{Path(rel).stem}.o.cmd"
+    if own.exists():
+        return False
+    for cmd in d.glob(".*.o.cmd"):
+        try:
+            if "/" + rel in cmd.read_text(errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def distinct(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """One per (file, line, kind, message): a header's warning is printed
+    for every object that includes it."""
+    out, keys = [], set()
+    for d in diags:
+        k = (d.file, d.line, d.kind, d.message)
+        if k not in keys:
+            keys.add(k)
+            out.append(d)
+    return out
+
+
+def compare(before: Collected | None, after: Collected) -> WarningsResult:
+    """What the head shows more often than the start, by (file, kind,
+    message without line numbers)."""
+    old = distinct(before.diagnostics) if before else []
+    now = distinct(after.diagnostics)
+    base = Counter(d.signature() for d in old)
+    seen: Counter = Counter()
+    new = []
+    for d in now:
+        sig = d.signature()
+        seen[sig] += 1
+        if seen[sig] > base[sig]:
+            new.append(d)
+    return WarningsResult(ok=not new, new=new, files=after.files, not_built=after.not_built,
+                          base_count=len(old), head_count=len(now))

@@ -1,0 +1,258 @@
+"""Boot a test kernel in QEMU and record its console.
+
+- qemu-system-x86_64, q35, -smp 2 by default, KVM only when the probe in
+  qkvm.py showed that it really works, else TCG.
+- Kernel command line: console=ttyS0 panic=-1 panic_on_warn=0 rdinit=/init
+  plus the topic's arguments; QEMU runs with -no-reboot, so a panic (which
+  reboots at once with panic=-1) ends the run, while a WARN does not: the
+  whole run is recorded and scanned, and one run reports every splat.
+- The run ends when the guest powers off after "ktopic-init: done", when
+  QEMU exits (panic, triple fault), when the console is silent for too long,
+  or at the overall time-out.  Time-outs are given in "reference seconds"
+  and scaled by the measured speed of this machine (speed_factor()).
+- QEMU runs in its own process group, which is killed on every way out
+  (normal end, time-out, exception, SIGINT/SIGTERM, interpreter exit).
+- The serial console is written to the given console.log as it arrives.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import selectors
+import shlex
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+QEMU = "qemu-system-x86_64"
+DONE_MARK = b"ktopic-init: done"
+BASE_CMDLINE = "console=ttyS0 panic=-1 panic_on_warn=0 rdinit=/init"
+
+# Process groups of QEMUs still running; killed at interpreter exit.
+_live: set[int] = set()
+
+
+def _kill_all() -> None:
+    for pgid in list(_live):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _live.discard(pgid)
+
+
+atexit.register(_kill_all)
+
+# Reference: the calibration loop below takes about this long on one core
+# of the 2-core machines this project is measured on.
+_CALIBRATION_REFERENCE = 0.2
+
+
+def speed_factor(samples: int = 3) -> float:
+    """How much slower than the reference machine this one is right now (>= 1).
+
+    Two measurements multiplied: a fixed CPU-bound loop (best of a few runs:
+    the speed of one host core, which is what TCG runs on) and the run-queue
+    load per CPU (a short loop gets a core quickly even on a busy machine,
+    a guest running for a minute shares the cores with everyone else).
+    """
+    best = None
+    for _ in range(samples):
+        t = time.perf_counter()
+        x = 0
+        for i in range(1_000_000):
+            x += i * i
+        dt = time.perf_counter() - t
+        best = dt if best is None else min(best, dt)
+    try:
+        load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        load = 1.0
+    return max(1.0, best / _CALIBRATION_REFERENCE) * max(1.0, load)
+
+
+class Host:
+    """How the guests of one run boot on this machine, each measured once, on
+    first use: the accelerator (the KVM probe's answer unless `forced`) and
+    the speed factor that scales their time-outs."""
+
+    def __init__(self, workdir_root: Path, forced: str = "auto"):
+        self.root = Path(workdir_root)
+        self.forced = forced
+        self._accel: tuple[str, str] | None = None
+        self._factor: float | None = None
+
+    def accel(self) -> tuple[str, str]:
+        """(accelerator, why)."""
+        if self._accel is None:
+            if self.forced != "auto":
+                self._accel = (self.forced, f"{self.forced} (forced)")
+            else:
+                from ktopic.kernel import qkvm
+                p = qkvm.probe(self.root)
+                self._accel = (p.accel, p.reason)
+        return self._accel
+
+    def factor(self) -> float:
+        if self._factor is None:
+            self._factor = speed_factor()
+        return self._factor
+
+
+@dataclass
+class BootRequest:
+    kernel: Path                     # bzImage
+    initrd: Path
+    console: Path                    # where the serial console is written
+    cmdline: str = ""                # extra kernel arguments
+    smp: int = 2
+    memory: str = "1G"
+    accel: str = "tcg"
+    timeout: float = 120.0           # overall, seconds (already scaled)
+    silence: float = 30.0            # max seconds without console output (scaled)
+    grace: float = 10.0              # after "done", seconds to wait for power-off
+    qemu_args: tuple[str, ...] = ()  # appended to the command (benchmarks: -icount)
+
+
+@dataclass
+class BootResult:
+    status: str                      # done | exited | silence | timeout | error
+    seconds: float
+    console: Path
+    command: str                     # the QEMU command line (reproduce with it)
+    returncode: int | None = None
+    message: str = ""
+    qemu_stderr: list[str] = field(default_factory=list)
+
+    @property
+    def completed(self) -> bool:
+        return self.status == "done"
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when ktopic dies, even by SIGKILL
+    (PR_SET_PDEATHSIG), the one way out no finally block sees."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def qemu_command(req: BootRequest) -> list[str]:
+    accel = ["-accel", "kvm", "-cpu", "host"] if req.accel == "kvm" else ["-accel", "tcg"]
+    append = " ".join(x for x in (BASE_CMDLINE, req.cmdline) if x)
+    return [QEMU, "-machine", "q35", *accel, "-smp", str(req.smp), "-m", req.memory,
+            "-nodefaults", "-display", "none", "-monitor", "none", "-serial", "stdio",
+            "-no-reboot", "-kernel", str(req.kernel), "-initrd", str(req.initrd),
+            "-append", append, *req.qemu_args]
+
+
+class _SignalsToExit:
+    """While QEMU runs, make SIGTERM/SIGHUP unwind (so the group is killed)."""
+
+    def __enter__(self):
+        self.saved = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                self.saved[sig] = signal.signal(sig, self._raise)
+        return self
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise SystemExit(128 + signum)
+
+    def __exit__(self, *exc):
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        return False
+
+
+def boot(req: BootRequest) -> BootResult:
+    import subprocess
+
+    cmd = qemu_command(req)
+    req.console.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    status, message, rc = "error", "", None
+    stderr_path = req.console.with_name(req.console.stem + ".qemu-stderr")
+    with _SignalsToExit(), open(req.console, "wb") as log, open(stderr_path, "wb") as err:
+        try:
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=err, start_new_session=True,
+                                 preexec_fn=_die_with_parent)
+        except OSError as e:
+            return BootResult("error", 0.0, req.console, shlex.join(cmd),
+                              message=f"cannot run {QEMU}: {e.strerror}")
+        _live.add(p.pid)
+        sel = selectors.DefaultSelector()
+        sel.register(p.stdout, selectors.EVENT_READ)
+        tail = b""
+        last = t0
+        done_at = None
+        try:
+            while True:
+                now = time.monotonic()
+                if done_at is not None and now - done_at > req.grace:
+                    status, message = "done", "guest did not power off after done; killed"
+                    break
+                if now - t0 > req.timeout:
+                    status = "timeout"
+                    message = f"no end of run within the time-out of {req.timeout:.0f}s"
+                    break
+                if done_at is None and now - last > req.silence:
+                    status = "silence"
+                    message = f"no console output for {req.silence:.0f}s"
+                    break
+                wait = min(req.timeout - (now - t0), req.silence - (now - last), 0.5)
+                if not sel.select(timeout=max(wait, 0.01)):
+                    if p.poll() is None:
+                        continue
+                    # QEMU is gone but something still holds the pipe: no more output.
+                    chunk = b""
+                else:
+                    chunk = os.read(p.stdout.fileno(), 65536)
+                if not chunk:          # QEMU exited
+                    rc = p.wait()
+                    status = "done" if done_at is not None else "exited"
+                    if status == "exited":
+                        message = f"QEMU exited (status {rc}) before ktopic-init: done"
+                    break
+                log.write(chunk)
+                log.flush()
+                last = time.monotonic()
+                if done_at is None:
+                    tail = (tail + chunk)[-4096:]
+                    if DONE_MARK in tail:
+                        done_at = last
+        finally:
+            sel.close()
+            # The whole group, even when QEMU itself has exited: nothing it
+            # started may outlive the run.
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+            p.stdout.close()
+            _live.discard(p.pid)
+    errs = stderr_path.read_text(errors="replace").splitlines()
+    if errs and status in ("exited", "error") and not message:
+        message = errs[-1]
+    return BootResult(status=status, seconds=time.monotonic() - t0, console=req.console,
+                      command=shlex.join(cmd), returncode=rc if rc is not None else p.returncode,
+                      message=message, qemu_stderr=errs[-20:])
+
+
+def register(sub) -> None:
+    from ktopic.runner import runner as ci
+    p = sub.add_parser("boot", help="build if needed, boot in QEMU, scan the console, parse KTAP",
+                       description="Boot each named branch (or --all) in QEMU with its "
+                       "initramfs; the console goes to out/<branch>/console.log.  The base "
+                       "is booted too (cached) to tell the base's findings from the branch's.")
+    ci.add_branch_args(p)
+    ci.add_common(p)
+    p.set_defaults(func=lambda args: ci.run_boot(args))

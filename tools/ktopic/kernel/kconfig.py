@@ -1,0 +1,161 @@
+"""Kernel configuration from fragments.
+
+A test kernel's configuration is allnoconfig plus an ordered list of
+fragments (qemu/configs/base.config, the topic's fragment, optionally the
+KASAN variant).  The fragments are merged with the tree's own
+scripts/kconfig/merge_config.sh (so later fragments override earlier ones
+exactly as kernel developers expect), applied with allnoconfig, then settled
+with olddefconfig.  Kconfig silently drops a request whose dependencies are
+not met, so afterwards every requested value is checked against the final
+.config and each one that did not stick is named.
+
+The config hash that result caches are keyed on is a hash of the fragment
+contents (known before anything is built); the hash of the final .config is
+reported too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ktopic.errors import Failure, KtopicError
+
+# "CONFIG_FOO=y", "CONFIG_FOO=\"str\"", "# CONFIG_FOO is not set"
+_SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
+_UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
+
+
+@dataclass
+class ConfigRequest:
+    """What to configure: the tree, the output directory, the fragments."""
+    src: Path                        # kernel source tree
+    out: Path                        # O= build directory
+    fragments: list[Path]            # in order; later ones win
+    make_env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ConfigResult:
+    config: Path                     # out/.config
+    fragment_hash: str               # hash of the requested values (cache key)
+    config_hash: str                 # hash of the final .config
+    missing: list[str]               # "CONFIG_X=y (got: not set)" per value that did not stick
+    log: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing
+
+
+def parse_fragment(text: str, path: Path | None = None) -> dict[str, str]:
+    """Requested values of one fragment: name -> value ("n" for not set)."""
+    values: dict[str, str] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        m = _UNSET.match(line)
+        if m:
+            values[m.group(1)] = "n"
+            continue
+        if line.startswith("#"):
+            continue
+        m = _SET.match(line)
+        if not m:
+            raise KtopicError(f"not a config line: {line!r}", file=path, line=n)
+        values[m.group(1)] = m.group(2)
+    return values
+
+
+def requested_values(fragments: list[Path]) -> dict[str, str]:
+    """The values the fragments ask for, later fragments overriding."""
+    values: dict[str, str] = {}
+    for frag in fragments:
+        try:
+            text = frag.read_text()
+        except OSError as e:
+            raise KtopicError(f"cannot read config fragment: {e.strerror}", file=frag) from None
+        values.update(parse_fragment(text, frag))
+    return values
+
+
+def fragment_hash(fragments: list[Path]) -> str:
+    """Hash of what the fragments request (order-sensitive, comments ignored)."""
+    h = hashlib.sha256()
+    for name, value in requested_values(fragments).items():
+        h.update(f"{name}={value}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def read_config(path: Path) -> dict[str, str]:
+    """Values of a .config: name -> value; unset symbols are absent."""
+    values: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        m = _SET.match(line)
+        if m:
+            values[m.group(1)] = m.group(2)
+    return values
+
+
+def check_values(requested: dict[str, str], actual: dict[str, str]) -> list[str]:
+    """Each requested value that the final configuration does not have."""
+    missing = []
+    for name, want in requested.items():
+        got = actual.get(name)
+        if want == "n":
+            if got not in (None, "n"):
+                missing.append(f"{name}=n (got: {got})")
+        elif got != want:
+            missing.append(f"{name}={want} (got: {'not set' if got is None else got})")
+    return missing
+
+
+def config_file_hash(path: Path) -> str:
+    """Hash of a .config's settings (comments such as the header ignored)."""
+    lines = [l for l in path.read_text().splitlines() if l.startswith("CONFIG_")]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
+def _make(src: Path, out: Path, target: str, env: dict[str, str], extra=()) -> str:
+    cmd = ["make", "-s", "-C", str(src), f"O={out}", *extra, target]
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    if p.returncode:
+        raise Failure(f"config: make {target} failed in {out}:\n{p.stdout.strip()}")
+    return p.stdout
+
+
+def configure(req: ConfigRequest) -> ConfigResult:
+    """Write out/.config from the fragments and check that every value stuck."""
+    for frag in req.fragments:
+        if not frag.is_file():
+            raise KtopicError("config fragment does not exist", file=frag)
+    out = req.out
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.update(req.make_env)
+    merged = out / "ktopic.merged.config"
+    # merge_config.sh -m only merges (its make step would run in the current
+    # directory); it writes its temporary files into the current directory,
+    # so run it in the build directory, never in the source tree.
+    env_merge = dict(env, KCONFIG_CONFIG=str(merged))
+    script = req.src / "scripts/kconfig/merge_config.sh"
+    p = subprocess.run(["sh", str(script), "-m", "-O", str(out),
+                        *[str(f.resolve()) for f in req.fragments]],
+                       cwd=out, env=env_merge, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    log = p.stdout
+    if p.returncode:
+        raise Failure(f"config: merge_config.sh failed:\n{p.stdout.strip()}")
+    log += _make(req.src, out, "allnoconfig", env, [f"KCONFIG_ALLCONFIG={merged}"])
+    log += _make(req.src, out, "olddefconfig", env)
+    config = out / ".config"
+    requested = requested_values(req.fragments)
+    missing = check_values(requested, read_config(config))
+    return ConfigResult(config=config, fragment_hash=fragment_hash(req.fragments),
+                        config_hash=config_file_hash(config), missing=missing, log=log)

@@ -1,0 +1,1 @@
+"""What the repository says: the manifest and its schema, positions in it, edits to it, the typed results every stage hands on, and the work directory's layout."""

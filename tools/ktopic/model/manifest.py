@@ -1,0 +1,400 @@
+"""branches.yaml: load, validate (JSON Schema, then the rules a schema
+cannot say), and present as typed objects.
+
+Every complaint is a KtopicError naming branches.yaml:line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from ktopic.model import yamlpos
+from ktopic.errors import KtopicError
+from ktopic.model.workdir import default_root
+
+SCHEMA = Path(__file__).with_name("manifest.schema.json")
+
+
+@dataclass
+class Check:
+    file: str
+    pattern: str
+    present: bool            # contains (True) or lacks (False)
+    line: int
+
+    def describe(self) -> str:
+        return f"{self.file} {'contains' if self.present else 'lacks'} /{self.pattern}/"
+
+
+@dataclass
+class Carried:
+    """A 2019 patch the series no longer carries: upstream, superseded or dropped."""
+    kind: str                # upstream | superseded | dropped
+    subject: str
+    where: str               # upstream-in / replaced-by / reason
+    checks: list[Check]
+    line: int
+    evidence: str = ""
+    tests: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Waiver:
+    type: str
+    reason: str
+
+
+@dataclass
+class Patch:
+    path: Path               # absolute
+    rel: str                 # as written in the manifest (relative to patches/<topic>/)
+    line: int
+    waivers: list[Waiver] = field(default_factory=list)
+
+
+@dataclass
+class Base:
+    package: str
+    tarball: Path
+    version: str
+    debian_version: str
+    lines: dict
+
+    @property
+    def ref(self) -> str:
+        return "refs/heads/base"
+
+
+@dataclass
+class Topic:
+    name: str
+    description: str
+    branch: str
+    depends: list[str]
+    patches: list[Patch]
+    upstream: list[Carried]
+    superseded: list[Carried]
+    dropped: list[Carried]
+    to: list[str]
+    cc: list[str]
+    kunit: list[str]
+    config: Path | None
+    modules: list[str]
+    programs: list[str]
+    cmdline: str
+    tested: bool
+    line: int
+    lines: dict
+    # get_maintainer.pl recipients deliberately not written to: (address, reason)
+    recipients_waived: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def ref(self) -> str:
+        return "refs/heads/" + self.branch
+
+
+@dataclass
+class Integration:
+    branch: str
+    topics: list[str]
+    description: str
+    to: list[str]
+    cc: list[str]
+    line: int
+
+    @property
+    def ref(self) -> str:
+        return "refs/heads/" + self.branch
+
+
+@dataclass
+class Series:
+    name: str
+    subject: str
+    sender: str
+    public_url: str
+    cover: str
+
+
+@dataclass
+class Manifest:
+    path: Path
+    root: Path
+    series: Series
+    base: Base
+    topics: dict[str, Topic]
+    integration: Integration
+    data: dict
+
+    def display(self) -> str:
+        return display_path(self.path, self.root)
+
+    def topic(self, name: str) -> Topic:
+        if name not in self.topics:
+            raise KtopicError(f"no topic {name!r} (topics: {', '.join(self.topics)})")
+        return self.topics[name]
+
+    def check_series_name(self, name: str) -> None:
+        """A series mail and pull-request take: a topic, or "integration"."""
+        if name != "integration":
+            self.topic(name)
+
+    def closure(self, name: str) -> list[str]:
+        """The topic's dependencies, transitively, in manifest order (not itself)."""
+        seen: set[str] = set()
+
+        def walk(n: str) -> None:
+            for d in self.topics[n].depends:
+                if d not in seen:
+                    seen.add(d)
+                    walk(d)
+        walk(name)
+        return [t for t in self.topics if t in seen]
+
+    @cached_property
+    def order(self) -> list[str]:
+        """Topics in an order where every topic follows its dependencies."""
+        done: list[str] = []
+
+        def visit(n: str) -> None:
+            if n in done:
+                return
+            for d in self.topics[n].depends:
+                visit(d)
+            done.append(n)
+        for n in self.topics:
+            visit(n)
+        return done
+
+
+def display_path(path: Path, root: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _schema_error(err, data, name: str) -> KtopicError:
+    path = list(err.absolute_path)
+    where = ".".join(str(p) for p in path) or "top level"
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = set(err.schema.get("properties", {}))
+        extra = [k for k in err.instance if k not in allowed]
+        if extra:
+            return KtopicError(f"unknown key {extra[0]!r} in {where}", name,
+                               yamlpos.line_of(data, path + [extra[0]]))
+    if err.validator == "required":
+        return KtopicError(f"{where}: {err.message}", name, yamlpos.line_of(data, path))
+    if err.validator == "oneOf" and path and "patches" in path:
+        msg = "a patch entry is a file name or a mapping with 'file' (and 'waivers')"
+        return KtopicError(f"{where}: {msg}", name, yamlpos.line_of(data, path))
+    if err.validator == "pattern":
+        msg = f"{err.instance!r} is not valid here (expected to match {err.validator_value})"
+    elif err.validator == "type":
+        msg = f"expected {err.validator_value}, got {type(err.instance).__name__} {err.instance!r}"
+    else:
+        msg = err.message
+    return KtopicError(f"{where}: {msg}", name, yamlpos.line_of(data, path))
+
+
+def _valid_branch(name: str) -> bool:
+    return subprocess.run(["git", "check-ref-format", "--branch", name],
+                          capture_output=True).returncode == 0 and \
+        not name.startswith("-") and name != "HEAD"
+
+
+def is_patch_file(path: Path) -> str | None:
+    """None when path looks like a git format-patch mail, else why not."""
+    try:
+        head = path.read_bytes()
+    except OSError as e:
+        return f"cannot read: {e.strerror}"
+    if not head.strip():
+        return "empty patch file"
+    text = head.decode("utf-8", errors="replace")
+    if not re.search(r"^Subject: ", text, re.M):
+        return "not a patch mail (no Subject: header; make it with git format-patch)"
+    if not re.search(r"^diff --git a/", text, re.M):
+        return "not a patch (no 'diff --git' section)"
+    return None
+
+
+def load(path: Path | str, root: Path | None = None) -> Manifest:
+    path = Path(path).resolve()
+    root = (root or path.parent).resolve()
+    name = display_path(path, root)
+    if not path.exists():
+        raise KtopicError("manifest not found", name)
+    data = yamlpos.load(path, name)
+    if not isinstance(data, dict):
+        raise KtopicError("the manifest must be a mapping of keys (version, series, base, topics, integration)",
+                          name, getattr(data, "line", 1))
+    # Keyed by this file too: a stamp means "every check of this code passed".
+    stamp = default_root() / "validated" / hashlib.sha256(
+        path.read_bytes() + SCHEMA.read_bytes() + Path(__file__).read_bytes()).hexdigest()
+    known = stamp.exists()
+    if not known:
+        _validate(data, name)
+    m = _build(data, path, root, name, check_names=not known)
+    if not known:
+        # Only a manifest that passed every check is remembered: the checks
+        # _build skips for a known manifest must have run once.
+        try:
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            stamp.touch()
+        except OSError:
+            pass                  # a read-only cache only costs time
+    return m
+
+
+def _validate(data, name: str) -> None:
+    """JSON Schema validation.  load() remembers a manifest that passed by
+    content, so it is not validated again (importing jsonschema alone costs
+    more than a no-op generate)."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
+    errors = sorted(validator.iter_errors(data),
+                    key=lambda e: (yamlpos.line_of(data, list(e.absolute_path)) or 0))
+    if errors:
+        # The most specific error of the first place that is wrong.
+        first = yamlpos.line_of(data, list(errors[0].absolute_path))
+        best = jsonschema.exceptions.best_match(
+            [e for e in errors if yamlpos.line_of(data, list(e.absolute_path)) == first])
+        raise _schema_error(best, data, name)
+
+
+def _checks(items, line_base) -> list[Check]:
+    out = []
+    for i, c in enumerate(items):
+        present = "contains" in c
+        out.append(Check(c["file"], c["contains"] if present else c["lacks"], present,
+                         items.lines[i]))
+    return out
+
+
+def _build(data, path: Path, root: Path, name: str, check_names: bool = True) -> Manifest:
+    def err(msg, *keys):
+        return KtopicError(msg, name, yamlpos.line_of(data, list(keys)))
+
+    b = data["base"]
+    base = Base(package=b["package"], tarball=Path(b["tarball"]), version=b["version"],
+                debian_version=b["debian-version"], lines=dict(b.lines))
+    if not base.debian_version.startswith(base.version + "-"):
+        raise err(f"debian-version {base.debian_version} is not a packaging of version {base.version}",
+                  "base", "debian-version")
+    s = data["series"]
+    series = Series(s["name"], s["subject"], s["from"], s.get("public-url", ""), s.get("cover", ""))
+
+    topics: dict[str, Topic] = {}
+    branches: dict[str, tuple] = {}
+    patch_owner: dict[Path, str] = {}
+    patches_dir = (root / "patches").resolve()
+    for tname, t in data["topics"].items():
+        def terr(msg, *keys, _t=tname):
+            return err(msg, "topics", _t, *keys)
+        if check_names and not _valid_branch(t["branch"]):
+            raise terr(f"invalid branch name {t['branch']!r}", "branch")
+        if t["branch"] in branches:
+            raise terr(f"branch {t['branch']!r} is already used by {branches[t['branch']][0]}", "branch")
+        branches[t["branch"]] = (f"topic {tname}",)
+        patches = []
+        for i, p in enumerate(t.get("patches", [])):
+            rel = p if isinstance(p, str) else p["file"]
+            full = (root / "patches" / tname / rel).resolve()
+            if not full.is_relative_to(patches_dir):
+                raise terr(f"patch {rel!r} is outside the repository's patches/ directory", "patches", i)
+            if not full.is_file():
+                raise terr(f"patch file {display_path(full, root)} does not exist", "patches", i)
+            why = is_patch_file(full)
+            if why:
+                raise terr(f"{display_path(full, root)}: {why}", "patches", i)
+            if full in patch_owner:
+                raise terr(f"patch {rel!r} is listed twice (also in {patch_owner[full]})", "patches", i)
+            patch_owner[full] = f"topic {tname}"
+            waivers = [] if isinstance(p, str) else [Waiver(w["type"], w["reason"])
+                                                     for w in p.get("waivers", [])]
+            patches.append(Patch(full, rel, t["patches"].lines[i], waivers))
+        config = None
+        if "config" in t:
+            config = (root / t["config"]).resolve()
+            if not config.is_relative_to(root) or not config.is_file():
+                raise terr(f"config fragment {t['config']} does not exist in the repository", "config")
+        for kind, sub in (("modules", "qemu/modules"), ("programs", "qemu/tests")):
+            for i, m in enumerate(t.get(kind, [])):
+                p = root / sub / m if kind == "modules" else root / sub / f"{m}.c"
+                if not p.exists():
+                    raise terr(f"{kind[:-1]} {m!r} not found at {display_path(p, root)}", kind, i)
+
+        def carried(kind, key):
+            items = t.get(kind, [])
+            return [Carried(kind, c["subject"], c.get(key, ""),
+                            _checks(c.get("checks", []), 0), items.lines[i],
+                            c.get("evidence", ""), list(c.get("tests", [])))
+                    for i, c in enumerate(items)]
+        topics[tname] = Topic(
+            name=tname, description=t["description"], branch=t["branch"],
+            depends=list(t.get("depends", [])), patches=patches,
+            upstream=carried("upstream", "upstream-in"),
+            superseded=carried("superseded", "replaced-by"),
+            dropped=carried("dropped", "reason"),
+            to=list(t.get("to", [])), cc=list(t.get("cc", [])),
+            kunit=list(t.get("kunit", [])), config=config,
+            modules=list(t.get("modules", [])), programs=list(t.get("programs", [])),
+            cmdline=t.get("cmdline", ""), tested=bool(t.get("tested", False)),
+            line=data["topics"].lines[tname], lines=dict(t.lines),
+            recipients_waived=[(w["address"], w["reason"])
+                               for w in t.get("recipients-waived", [])])
+
+    for tname, t in topics.items():
+        for i, d in enumerate(t.depends):
+            if d == tname:
+                raise err(f"topic {tname} depends on itself", "topics", tname, "depends", i)
+            if d not in topics:
+                raise err(f"topic {tname} depends on unknown topic {d!r}", "topics", tname, "depends", i)
+    _check_cycles(topics, err)
+
+    i = data["integration"]
+    if check_names and not _valid_branch(i["branch"]):
+        raise err(f"invalid branch name {i['branch']!r}", "integration", "branch")
+    if i["branch"] in branches:
+        raise err(f"branch {i['branch']!r} is already used by {branches[i['branch']][0]}",
+                  "integration", "branch")
+    placed: list[str] = []
+    for k, tn in enumerate(i["topics"]):
+        if tn not in topics:
+            raise err(f"integration stacks unknown topic {tn!r}", "integration", "topics", k)
+        for d in topics[tn].depends:
+            if d not in placed:
+                raise err(f"integration stacks {tn} before its dependency {d}", "integration", "topics", k)
+        placed.append(tn)
+    missing = [t for t in topics if t not in placed]
+    if missing:
+        raise err(f"integration does not stack topic(s) {', '.join(missing)}", "integration", "topics")
+    integration = Integration(i["branch"], list(i["topics"]), i.get("description", ""),
+                              list(i.get("to", [])), list(i.get("cc", [])), i.line)
+    return Manifest(path=path, root=root, series=series, base=base, topics=topics,
+                    integration=integration, data=data)
+
+
+def _check_cycles(topics: dict[str, Topic], err) -> None:
+    state: dict[str, int] = {}
+
+    def visit(n: str, stack: list[str]) -> None:
+        state[n] = 1
+        for d in topics[n].depends:
+            if state.get(d) == 1:
+                cycle = stack[stack.index(d):] + [n, d] if d in stack else [n, d]
+                raise err(f"dependency cycle: {' -> '.join(cycle)}", "topics", n, "depends")
+            if d not in state:
+                visit(d, stack + [n])
+        state[n] = 2
+    for n in topics:
+        if n not in state:
+            visit(n, [])

@@ -1,0 +1,211 @@
+"""Rewrite one topic's `patches:` list in branches.yaml, keeping the rest
+of the file (comments, layout) as it is.  The edited text is loaded and
+validated before it replaces the file, and the replacement is atomic."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+
+import yaml
+
+from ktopic.model import manifest as manifest_mod
+from ktopic.model.manifest import Manifest
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+class _Dumper(yaml.SafeDumper):
+    """Lists indented under their key, as branches.yaml writes them."""
+
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
+
+
+def _entry_text(p, indent: str) -> list[str]:
+    if isinstance(p, str):
+        return [f"{indent}- {p}\n"]
+    body = yaml.dump(p, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                     width=72).splitlines()
+    out = [f"{indent}- {body[0]}\n"]
+    out += [f"{indent}  {ln}\n" for ln in body[1:]]
+    return out
+
+
+def _file(p) -> str:
+    return p if isinstance(p, str) else p["file"]
+
+
+def _same(a, b) -> bool:
+    """The same entry, however it is spelt (a name, or a mapping of it)."""
+    def norm(p):
+        return {"file": p} if isinstance(p, str) else {k: v for k, v in p.items() if v}
+    return norm(a) == norm(b)
+
+
+def _written(t, lines: list[str], end: int) -> dict:
+    """file -> (entry as loaded, its lines as written) for the topic's list,
+    which ends before line index `end`."""
+    old = list(t.get("patches", []))
+    starts = [t["patches"].lines[i] - 1 for i in range(len(old))]
+    return {_file(p): (p, lines[a:b]) for p, a, b in zip(old, starts, starts[1:] + [end])}
+
+
+def _entries_text(entries: list, written: dict, indent: str) -> list[str]:
+    """The list's lines: an entry that did not change keeps its text (its
+    layout, comments and anchors), unless it names an anchor that is no
+    longer defined above it; any other is written out afresh."""
+    out: list[str] = []
+    for p in entries:
+        old = written.get(_file(p))
+        if old and _same(old[0], p):
+            text = "".join(out)
+            if all(f"&{a}" in text for a in _ALIAS.findall("".join(old[1]))):
+                out += old[1]
+                continue
+        out += _entry_text(p, indent)
+    return out
+
+
+_ALIAS = re.compile(r"(?<![\w&])\*([\w-]+)")
+
+
+def set_patches(m: Manifest, topic: str, entries: list) -> Manifest:
+    """Make topic's patch list `entries` (file names, or mappings with
+    file/waivers); return the reloaded manifest."""
+    lines = m.path.read_text().splitlines(keepends=True)
+    t = m.data["topics"][topic]
+    # The first key of the topic mapping is on the line after `name:`.
+    first_key = min(t.lines.values())
+    key_indent = " " * _indent(lines[first_key - 1])
+    block = [f"{key_indent}patches:\n"] if entries else [f"{key_indent}patches: []\n"]
+    if "patches" in t.lines:
+        start = t.lines["patches"] - 1
+        end = start + 1
+        n = len(key_indent)
+        while end < len(lines):
+            ln = lines[end]
+            if ln.strip() == "" or ln.lstrip().startswith("#"):
+                # Blank lines and comments belong to the list only if the list goes on.
+                j = end
+                while j < len(lines) and (lines[j].strip() == "" or lines[j].lstrip().startswith("#")):
+                    j += 1
+                if j < len(lines) and (_indent(lines[j]) > n or
+                                       (_indent(lines[j]) == n and lines[j].lstrip().startswith("- "))):
+                    end = j
+                    continue
+                break
+            if _indent(ln) > n or (_indent(ln) == n and ln.lstrip().startswith("- ")):
+                end += 1
+                continue
+            break
+        block += _entries_text(entries, _written(t, lines, end), key_indent + "  ")
+        lines[start:end] = block
+    else:
+        block += _entries_text(entries, {}, key_indent + "  ")
+        at = t.lines["branch"]           # insert after the branch: line
+        lines[at:at] = block
+    want = [_file(p) for p in entries]
+
+    def check(reloaded: Manifest) -> None:
+        got = [p.rel for p in reloaded.topics[topic].patches]
+        if got != want:
+            raise RuntimeError(f"manifest edit went wrong: {got} != {want}")
+    return _write_validated(m, "".join(lines), check)
+
+
+def slug(subject: str) -> str:
+    """A file name for a patch, as git format-patch makes it."""
+    s = re.sub(r"^\[[^\]]*\]\s*", "", subject)
+    s = re.sub(r"[^A-Za-z0-9._]+", "-", s).strip("-.")
+    return s[:52].rstrip("-.") or "patch"
+
+
+# --- edits made by ktopic rebase ---------------------------------------------
+
+def _write_validated(m: Manifest, text: str, check) -> Manifest:
+    """Load text as the manifest, run check(reloaded) (raises when the edit
+    went wrong), then replace the file atomically; return the reloaded one."""
+    fd, tmp = tempfile.mkstemp(dir=m.path.parent, prefix=".branches.", suffix=".yaml")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        check(manifest_mod.load(tmp, m.root))
+        os.replace(tmp, m.path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return manifest_mod.load(m.path, m.root)
+
+
+def _scalar(value: str) -> str:
+    """value as a YAML scalar: plain when that reads back the same, else quoted."""
+    if re.fullmatch(r"[A-Za-z0-9_./+~-]+", value) and yaml.safe_load(value) == value:
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def set_base(m: Manifest, **values: str) -> Manifest:
+    """Set keys of `base:` (tarball, version, debian_version) in place."""
+    lines = m.path.read_text().splitlines(keepends=True)
+    want = {k.replace("_", "-"): str(v) for k, v in values.items() if v is not None}
+    for key, value in want.items():
+        at = m.base.lines[key] - 1
+        mt = re.match(rf"^(\s*{re.escape(key)}:\s*)", lines[at])
+        lines[at] = mt.group(1) + _scalar(value) + "\n"
+
+    def check(r: Manifest) -> None:
+        got = {"tarball": str(r.base.tarball), "version": r.base.version,
+               "debian-version": r.base.debian_version}
+        if any(got[k] != v for k, v in want.items()):
+            raise RuntimeError(f"manifest edit went wrong: base {got} != {want}")
+    return _write_validated(m, "".join(lines), check)
+
+
+def _block_end(lines: list[str], start: int, n: int) -> int:
+    """The index after the block that starts with the key at lines[start]
+    (indent n): deeper lines, and list items at the same indent."""
+    end = start + 1
+    while end < len(lines):
+        j = end
+        while j < len(lines) and (lines[j].strip() == "" or lines[j].lstrip().startswith("#")):
+            j += 1
+        if j < len(lines) and (_indent(lines[j]) > n or
+                               (_indent(lines[j]) == n and lines[j].lstrip().startswith("- "))):
+            end = j + 1
+            continue
+        break
+    return end
+
+
+def add_upstream(m: Manifest, topic: str, entry: dict) -> Manifest:
+    """Append entry ({subject, upstream-in, evidence, checks}) to the
+    topic's `upstream:` list, creating the list after `patches:` (or
+    `branch:`) when there is none."""
+    lines = m.path.read_text().splitlines(keepends=True)
+    t = m.data["topics"][topic]
+    key_indent = " " * _indent(lines[min(t.lines.values()) - 1])
+    n = len(key_indent)
+    item = _entry_text(entry, key_indent + "  ")
+    before = len(m.topics[topic].upstream)
+    if "upstream" in t.lines:
+        start = t.lines["upstream"] - 1
+        if lines[start].rstrip().endswith("[]"):
+            lines[start:start + 1] = [f"{key_indent}upstream:\n"] + item
+        else:
+            at = _block_end(lines, start, n)
+            lines[at:at] = item
+    else:
+        anchor = "patches" if "patches" in t.lines else "branch"
+        at = _block_end(lines, t.lines[anchor] - 1, n)
+        lines[at:at] = [f"{key_indent}upstream:\n"] + item
+
+    def check(r: Manifest) -> None:
+        ups = r.topics[topic].upstream
+        if len(ups) != before + 1 or ups[-1].subject != entry["subject"]:
+            raise RuntimeError(f"manifest edit went wrong: upstream of {topic}")
+    return _write_validated(m, "".join(lines), check)

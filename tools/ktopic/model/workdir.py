@@ -1,0 +1,66 @@
+"""The work directory: the kernel git repository and everything built from
+it live here, outside the checkout (kernel trees do not belong in it).
+
+    <root>/linux.git     bare repository: base imports, topic branches
+    <root>/lock          flock(2) file that serialises ktopic runs
+    <root>/ccache, build/, results/ ... used by the build and boot stages
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import sys
+from pathlib import Path
+
+from ktopic.errors import KtopicError
+
+
+def default_root() -> Path:
+    env = os.environ.get("KTOPIC_WORKDIR")
+    if env:
+        return Path(env).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(cache) / "ktopic"
+
+
+class Workdir:
+    def __init__(self, root: Path | str | None = None):
+        self.root = Path(root).expanduser().resolve() if root else default_root().resolve()
+        self.git_dir = self.root / "linux.git"
+        self._lock_fd: int | None = None
+
+    def ensure(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def path(self, *parts: str) -> Path:
+        return self.root.joinpath(*parts)
+
+    @contextlib.contextmanager
+    def lock(self, wait: bool = True):
+        """Hold the work directory's lock; a second ktopic run waits for it
+        (saying so) instead of racing on refs and build directories."""
+        if self._lock_fd is not None:      # re-entrant within one process
+            yield
+            return
+        self.ensure()
+        fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise
+                if not wait:
+                    raise KtopicError("another ktopic run holds the lock",
+                                      self.root / "lock") from None
+                print(f"ktopic: waiting for another run to finish "
+                      f"(lock {self.root / 'lock'})", file=sys.stderr)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            self._lock_fd = fd
+            yield
+        finally:
+            self._lock_fd = None
+            os.close(fd)

@@ -1,0 +1,122 @@
+"""A thin wrapper over git plumbing, with errors that say what failed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from ktopic.errors import Failure
+
+ZERO = "0" * 40
+
+
+class GitError(Failure):
+    def __init__(self, args, returncode, stderr):
+        self.args_ = args
+        self.returncode = returncode
+        self.stderr = stderr
+        super().__init__(f"git {' '.join(args)}: {stderr.strip() or f'exit {returncode}'}")
+
+
+class Git:
+    def __init__(self, git_dir: Path | str, work_tree: Path | str | None = None):
+        self.git_dir = Path(git_dir)
+        self.work_tree = Path(work_tree) if work_tree else None
+
+    def _env(self, env: dict | None) -> dict:
+        e = dict(os.environ)
+        e["GIT_DIR"] = str(self.git_dir)
+        if self.work_tree:
+            e["GIT_WORK_TREE"] = str(self.work_tree)
+        # Neither the user's nor the system's configuration changes what the
+        # tool writes: hashes must not depend on the machine.
+        e.setdefault("GIT_CONFIG_NOSYSTEM", "1")
+        e["LC_ALL"] = "C"
+        if env:
+            e.update(env)
+        return e
+
+    def run(self, *args: str, input: str | bytes | None = None,
+            env: dict | None = None, check: bool = True,
+            binary: bool = False, cwd: Path | str | None = None):
+        """Run git; return stdout (str, or bytes when binary)."""
+        text = not binary and not isinstance(input, bytes)
+        p = subprocess.run(["git", *args], input=input, env=self._env(env),
+                           capture_output=True, text=text, cwd=cwd)
+        if check and p.returncode != 0:
+            err = p.stderr if text else p.stderr.decode(errors="replace")
+            raise GitError(list(args), p.returncode, err)
+        return p.stdout
+
+    def try_run(self, *args: str, **kw) -> subprocess.CompletedProcess:
+        """Run git and return the completed process whatever its status."""
+        env = self._env(kw.pop("env", None))
+        return subprocess.run(["git", *args], env=env, capture_output=True,
+                              text=True, **kw)
+
+    def rev_parse(self, rev: str) -> str | None:
+        p = self.try_run("rev-parse", "--verify", "-q", rev + "^{commit}")
+        return p.stdout.strip() if p.returncode == 0 else None
+
+    def tree_of(self, rev: str) -> str:
+        return self.run("rev-parse", rev + "^{tree}").strip()
+
+    def ref(self, name: str) -> str | None:
+        """The object a full ref name points at, or None."""
+        p = self.try_run("rev-parse", "--verify", "-q", name)
+        return p.stdout.strip() if p.returncode == 0 else None
+
+    def refs(self, prefix: str = "refs/") -> dict[str, str]:
+        """Every ref under prefix and the object it points at, in one call."""
+        out = self.run("for-each-ref", "--format=%(refname) %(objectname)", prefix)
+        return dict(line.split(" ", 1) for line in out.splitlines())
+
+    def read_files(self, commit: str, paths: list[str]) -> dict[str, str | None]:
+        """The text of each path in commit (None where missing), in one git call."""
+        if not paths:
+            return {}
+        out = self.run("cat-file", "--batch", binary=True,
+                       input="".join(f"{commit}:{p}\n" for p in paths).encode())
+        files: dict[str, str | None] = {}
+        pos = 0
+        for p in paths:
+            eol = out.index(b"\n", pos)
+            header = out[pos:eol].decode()
+            pos = eol + 1
+            if header.endswith(" missing"):
+                files[p] = None
+                continue
+            size = int(header.split()[2])
+            files[p] = out[pos:pos + size].decode(errors="replace")
+            pos += size + 1
+        return files
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        return self.try_run("merge-base", "--is-ancestor", a, b).returncode == 0
+
+    def update_refs(self, updates: list[tuple[str, str, str | None]], msg: str) -> None:
+        """Move several refs in one transaction: all move or none does.
+        Each update is (ref, new, old); old None means "must not exist"
+        unless it is the ZERO sentinel semantics of update-ref."""
+        lines = ["start"]
+        for ref, new, old in updates:
+            if new == ZERO:
+                lines.append(f"delete {ref} {old or ''}".rstrip())
+            else:
+                lines.append(f"update {ref} {new} {old if old is not None else ZERO}")
+        lines += ["prepare", "commit", ""]
+        self.run("update-ref", "-m", msg, "--stdin", input="\n".join(lines))
+
+
+@contextmanager
+def tree_attributes(git: "Git", commit: str):
+    """git options under which a bare repository reads the .gitattributes of
+    `commit` (a bare one reads none from the tree): format-patch then names
+    functions in hunk headers as a kernel checkout does ("*.c diff=cpp")."""
+    with tempfile.NamedTemporaryFile("w", prefix="ktopic-attributes-") as f:
+        f.write(git.run("show", f"{commit}:.gitattributes", check=False) or "")
+        f.flush()
+        yield ["-c", f"core.attributesFile={f.name}"]

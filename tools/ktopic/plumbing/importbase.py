@@ -1,0 +1,195 @@
+"""Import the packaged kernel tarball into the work repository as one commit.
+
+The tarball is streamed through git fast-import: no extraction to disk, one
+pack instead of 80,000 loose objects.  Every file goes in whatever Debian's
+.gitignore says (it ignores every top-level path), so the commit's tree is
+the tarball byte for byte.  The commit is deterministic: identity, date and
+message depend only on the manifest and the tarball, so two machines get
+the same base commit id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ktopic.errors import Failure, KtopicError
+from ktopic.plumbing.gitutil import Git
+from ktopic.model.manifest import Manifest
+from ktopic.model.workdir import Workdir
+
+IDENT = ("ktopic import-base", "ktopic@localhost")
+
+
+@dataclass
+class Imported:
+    commit: str
+    version: str
+    created: bool          # False: it was there already (no-op)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def makefile_version(text: str) -> str | None:
+    v = {}
+    for key in ("VERSION", "PATCHLEVEL", "SUBLEVEL"):
+        m = re.search(rf"^{key}\s*=\s*(\d+)\s*$", text, re.M)
+        if not m:
+            return None
+        v[key] = m.group(1)
+    return f"{v['VERSION']}.{v['PATCHLEVEL']}.{v['SUBLEVEL']}"
+
+
+def init_repo(wd: Workdir) -> Git:
+    wd.ensure()
+    git = Git(wd.git_dir)
+    if not (wd.git_dir / "HEAD").exists():
+        subprocess.run(["git", "init", "-q", "--bare", str(wd.git_dir)], check=True)
+        for k, v in (("core.logAllRefUpdates", "always"),   # reflogs: nothing is lost
+                     ("gc.auto", "0"),                      # no surprise repacks mid-run
+                     ("rerere.enabled", "true")):
+            git.run("config", k, v)
+    return git
+
+
+def _base_ref(version: str) -> str:
+    return f"refs/ktopic/bases/{version}"
+
+
+def import_base(m: Manifest, wd: Workdir, parent: str | None = None,
+                tarball: Path | None = None, version: str | None = None,
+                debian_version: str | None = None, point_base: bool = True) -> Imported:
+    """Import the tarball (the manifest's unless given); return the commit.
+
+    With parent (a previous base commit) the new base continues that
+    history, which is what a rebase onto a newer packaged tree wants.
+    point_base=False only creates refs/ktopic/bases/<debian-version> and
+    leaves refs/heads/base alone (ktopic rebase moves it later)."""
+    tarball = Path(tarball or m.base.tarball)
+    version = version or m.base.version
+    debian_version = debian_version or m.base.debian_version
+    name = m.display()
+    if not tarball.is_file():
+        raise KtopicError(f"base tarball {tarball} not found (install {m.base.package}?)",
+                          name, m.base.lines.get("tarball"))
+    git = init_repo(wd)
+    digest = sha256_file(tarball)
+    ref = _base_ref(debian_version)
+    have = git.ref(ref)
+    if have:
+        msg = git.run("log", "-1", "--format=%B", have)
+        if f"Tarball-SHA256: {digest}" in msg:
+            if point_base:
+                _point_base(git, have)
+            return Imported(have, version, False)
+        raise Failure(f"{ref} exists but was imported from a different tarball; "
+                      f"delete it with git update-ref -d {ref} in {wd.git_dir} to re-import")
+    commit = _fast_import(git, tarball, digest, version, debian_version, m, parent)
+    if point_base:
+        _point_base(git, commit, new_ref=ref)
+    else:
+        git.update_refs([(ref, commit, None)], "ktopic import-base")
+    return Imported(commit, version, True)
+
+
+def _point_base(git: Git, commit: str, new_ref: str | None = None) -> None:
+    updates = []
+    if new_ref:
+        updates.append((new_ref, commit, None))
+    old = git.ref("refs/heads/base")
+    if old != commit:
+        updates.append(("refs/heads/base", commit, old))
+    if updates:
+        git.update_refs(updates, "ktopic import-base")
+
+
+def _fast_import(git: Git, tarball: Path, digest: str, version: str,
+                 debian_version: str, m: Manifest, parent: str | None) -> str:
+    tmp_ref = "refs/ktopic/tmp/import-base"
+    proc = subprocess.Popen(["git", "fast-import", "--quiet", "--done"],
+                            stdin=subprocess.PIPE, env=git._env(None))
+    out = proc.stdin
+    files: list[tuple[str, int, str]] = []      # (mode, mark, path)
+    marks: dict[str, int] = {}
+    mtime = 0
+    makefile_seen = False
+    try:
+        xz = subprocess.Popen(["xz", "-dc", "-T0", str(tarball)], stdout=subprocess.PIPE)
+        with tarfile.open(fileobj=xz.stdout, mode="r|") as tar:
+            for member in tar:
+                parts = member.name.split("/", 1)
+                if len(parts) < 2 or not parts[1] or member.isdir():
+                    continue
+                path = parts[1].rstrip("/")
+                if member.issym():
+                    data, mode = member.linkname.encode(), "120000"
+                elif member.islnk():
+                    target = member.linkname.split("/", 1)[1]
+                    files.append(("100644", marks[target], path))
+                    continue
+                elif member.isfile():
+                    data = tar.extractfile(member).read()
+                    mode = "100755" if member.mode & 0o111 else "100644"
+                else:
+                    continue
+                if path == "Makefile":
+                    makefile_seen = True
+                    found = makefile_version(data.decode(errors="replace"))
+                    if found != version:
+                        raise KtopicError(
+                            f"the tarball's Makefile says {found}, the manifest says {version}",
+                            m.display(), m.base.lines.get("version"))
+                mtime = max(mtime, int(member.mtime))
+                mark = len(marks) + 1
+                marks[path] = mark
+                out.write(b"blob\nmark :%d\ndata %d\n" % (mark, len(data)))
+                out.write(data)
+                out.write(b"\n")
+                files.append((mode, mark, path))
+        if xz.wait() != 0:
+            raise Failure(f"xz could not decompress {tarball}")
+        if not makefile_seen:
+            raise KtopicError(f"{tarball} has no top-level Makefile: not a kernel tree",
+                              m.display(), m.base.lines.get("tarball"))
+        message = (f"Import {m.base.package} {debian_version}\n\n"
+                   f"The kernel tree of Debian's {m.base.package} package, version\n"
+                   f"{debian_version} (upstream v{version}), imported unchanged.\n\n"
+                   f"Tarball: {tarball.name}\nTarball-SHA256: {digest}\n").encode()
+        ident = f"{IDENT[0]} <{IDENT[1]}> {mtime} +0000".encode()
+        out.write(b"commit %s\n" % tmp_ref.encode())
+        out.write(b"author %s\ncommitter %s\n" % (ident, ident))
+        out.write(b"data %d\n%s\n" % (len(message), message))
+        if parent:
+            out.write(b"from %s\n" % parent.encode())
+        out.write(b"deleteall\n")
+        for mode, mark, path in sorted(files, key=lambda f: f[2]):
+            out.write(b"M %s :%d %s\n" % (mode.encode(), mark, _quote(path)))
+        out.write(b"\ndone\n")
+        out.close()
+        if proc.wait() != 0:
+            raise Failure("git fast-import failed")
+        commit = git.ref(tmp_ref)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        if git.ref(tmp_ref):
+            git.run("update-ref", "-d", tmp_ref)
+    return commit
+
+
+def _quote(path: str) -> bytes:
+    if any(c in path for c in '"\\\n') or path.startswith('"'):
+        return b'"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").encode() + b'"'
+    return path.encode()

@@ -1,0 +1,177 @@
+"""One git format-patch file: who wrote it, when, the message, and the diff.
+
+The mail is parsed by git mailinfo, as git am does, so a patch file gives
+the commit that git am would make.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from ktopic.errors import KtopicError
+
+HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+@dataclass
+class Hunk:
+    number: int           # 1-based within its file
+    old_start: int
+    header: str
+
+
+@dataclass
+class PatchFile:
+    path: Path
+    display: str
+    author: str
+    email: str
+    date: str
+    subject: str
+    body: str
+    diff: str
+    hunks: dict[str, list[Hunk]] = field(default_factory=dict)   # by old path
+
+    @property
+    def message(self) -> str:
+        return self.subject + ("\n\n" + self.body if self.body else "") + "\n"
+
+    @cached_property
+    def data(self) -> bytes:
+        """The patch file as it is on disk (what git apply reads)."""
+        return self.path.read_bytes()
+
+    @cached_property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+    @property
+    def files(self) -> list[str]:
+        return list(self.hunks)
+
+    @cached_property
+    def paths(self) -> list[str]:
+        """Every path the patch names, old and new sides, in order."""
+        out: list[str] = []
+        for m in re.finditer(r"^diff --git a/(\S+) b/(\S+)$", self.diff, re.M):
+            out += [f for f in m.groups() if f not in out]
+        return out
+
+    def ident_env(self) -> dict[str, str]:
+        """Author and committer are both the patch's author at the patch's
+        date: the same patch on the same parent is the same commit anywhere."""
+        return {"GIT_AUTHOR_NAME": self.author, "GIT_AUTHOR_EMAIL": self.email,
+                "GIT_AUTHOR_DATE": self.date, "GIT_COMMITTER_NAME": self.author,
+                "GIT_COMMITTER_EMAIL": self.email, "GIT_COMMITTER_DATE": self.date}
+
+    def hunk_at(self, file: str, line: int) -> Hunk | None:
+        """The hunk of file whose old side starts at line (git apply's
+        'patch failed: FILE:LINE' names it this way)."""
+        for h in self.hunks.get(file, []):
+            if h.old_start == line:
+                return h
+        hs = self.hunks.get(file, [])
+        return hs[0] if len(hs) == 1 else None
+
+
+class Mailinfo:
+    """One `git mailinfo` run on a patch file, started now, read later."""
+
+    def __init__(self, path: Path, display: str):
+        self.path, self.display = Path(path), display
+        self.tmp = tempfile.TemporaryDirectory(prefix="ktopic-mailinfo-")
+        self.msg, self.patch = Path(self.tmp.name, "msg"), Path(self.tmp.name, "patch")
+        self.done = False
+        try:
+            with open(path, "rb") as f:
+                self.p = subprocess.Popen(["git", "mailinfo", "-u", str(self.msg), str(self.patch)],
+                                          stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except BaseException:
+            self.tmp.cleanup()
+            raise
+
+    def result(self) -> PatchFile:
+        self.done = True
+        try:
+            out, err = self.p.communicate()
+            if self.p.returncode != 0:
+                raise KtopicError(f"not a patch mail: {err.decode(errors='replace').strip()}",
+                                  self.display, 1)
+            body = self.msg.read_text(errors="replace").strip()
+            diff = self.patch.read_text(errors="replace")
+        finally:
+            self.tmp.cleanup()
+        info: dict[str, str] = {}
+        for line in out.decode("utf-8", errors="replace").splitlines():
+            k, _, v = line.partition(": ")
+            info[k] = v
+        return _patch(self.path, self.display, info, body, diff)
+
+    def stop(self) -> None:
+        """End the run if its result was not taken."""
+        if self.done:
+            return
+        self.done = True
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.communicate()
+        self.tmp.cleanup()
+
+
+def parse(path: Path, display: str | None = None) -> PatchFile:
+    return Mailinfo(path, display or str(path)).result()
+
+
+def parse_many(items: list[tuple[Path, str]], jobs: int = 8) -> list[PatchFile]:
+    """parse() of each (path, display), up to jobs git processes at once:
+    on a loaded machine a dozen mails cost the time of a few.  The first
+    bad mail in the list is the error raised, as with parse() in a loop."""
+    out: list[PatchFile] = []
+    running: list[Mailinfo] = []
+    todo = list(items)
+    try:
+        while todo or running:
+            while todo and len(running) < jobs:
+                running.append(Mailinfo(*todo.pop(0)))
+            out.append(running.pop(0).result())
+    finally:
+        for m in running:
+            m.stop()
+    return out
+
+
+def _patch(path: Path, display: str, info: dict[str, str], body: str, diff: str) -> PatchFile:
+    for key in ("Author", "Email", "Subject", "Date"):
+        if not info.get(key):
+            raise KtopicError(f"patch mail has no {key}", display, 1)
+    pf = PatchFile(path=Path(path), display=display, author=info["Author"],
+                   email=info["Email"], date=info["Date"], subject=info["Subject"],
+                   body=body, diff=diff)
+    pf.hunks = _hunks(diff)
+    if not pf.hunks and "\nGIT binary patch" not in diff and "rename from" not in diff \
+            and not re.search(r"^(new|deleted) file mode", diff, re.M):
+        raise KtopicError("patch has no hunks", display, 1)
+    return pf
+
+
+def _hunks(diff: str) -> dict[str, list[Hunk]]:
+    out: dict[str, list[Hunk]] = {}
+    current = None
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            m = re.match(r"diff --git a/(\S+) b/(\S+)", line)
+            current = m.group(1) if m else None
+            if current:
+                out.setdefault(current, [])
+        elif line.startswith("@@ ") and current:
+            m = HUNK.match(line)
+            if m:
+                hs = out[current]
+                hs.append(Hunk(len(hs) + 1, int(m.group(1)), line.split(" @@")[0] + " @@"))
+    return out

@@ -1,0 +1,221 @@
+"""Apply patch files on top of a commit with git plumbing only.
+
+No checkout.  A patch whose hunks apply exactly is applied to the blobs in
+Python and grafted into the parent's tree (fastapply.apply_exact); any
+other goes through `git apply --cached` on a temporary index that holds
+only the files it touches (fastapply.apply), or, when that cannot be done,
+on an index of the whole tree.  The commit is the one `git commit-tree`
+makes, written through a long-lived git process when its bytes can be made
+here (commitobj.py), else by `git commit-tree`.  What was made is
+remembered by content (parent commit + patch file hash -> commit) in the
+work directory, so an unchanged series is "applied" without running git
+at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from ktopic.plumbing import commitobj
+from ktopic.errors import Failure
+from ktopic.plumbing.fastapply import Applied, FastApply, NotSimple
+from ktopic.plumbing.gitutil import Git
+from ktopic.plumbing.objstore import ObjectStore
+from ktopic.plumbing.patchfile import PatchFile
+
+# git configuration that changes what git apply or git commit-tree does
+SETTINGS = ("apply.ignorewhitespace", "commit.gpgsign", "i18n.commitencoding")
+
+
+class ApplyError(Failure):
+    def __init__(self, patch: PatchFile, file: str, hunk: str, detail: str):
+        self.patch, self.file, self.hunk, self.detail = patch, file, hunk, detail
+        super().__init__(f"{patch.display}: {file}: {hunk}: {detail}")
+
+
+class StackCache:
+    """(parent commit, patch sha256) -> commit, persisted as JSON."""
+
+    def __init__(self, path: Path, git: Git, store: ObjectStore | None = None):
+        self.path, self.git, self.store = path, git, store
+        try:
+            self.map: dict[str, str] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            self.map = {}
+        self.dirty = False
+
+    def get(self, parent: str, patch: PatchFile) -> str | None:
+        return self.map.get(f"{parent} {patch.sha256}")
+
+    def exists(self, commit: str) -> bool:
+        if self.store is not None:
+            return self.store.exists(commit + "^{commit}")
+        return self.git.try_run("cat-file", "-e", commit + "^{commit}").returncode == 0
+
+    def put(self, parent: str, patch: PatchFile, commit: str) -> None:
+        self.map[f"{parent} {patch.sha256}"] = commit
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.map, indent=0, sort_keys=True))
+        tmp.replace(self.path)
+        self.dirty = False
+
+
+class Stacker:
+    def __init__(self, git: Git, cache: StackCache, index_dir: Path | None = None,
+                 store: ObjectStore | None = None):
+        self.git, self.cache = git, cache
+        self.index_dir = index_dir    # index files of start trees, by tree id
+        self.applied = 0          # patches that really went through git apply
+        self.store = store or cache.store or ObjectStore(git)
+        self.fast = FastApply(git, self.store)
+        self._trees: dict[str, str] = {}
+        self._settings: set[str] | None = None
+        self._deferred = False    # inside stack(): writes need not be waited for
+
+    def close(self) -> None:
+        """End the git processes (they start again if needed)."""
+        self.store.close()
+
+    def tree_of(self, commit: str) -> str:
+        if commit not in self._trees:
+            self._trees[commit] = self.store.tree_of(commit) or self.git.tree_of(commit)
+        return self._trees[commit]
+
+    def _read_tree(self, commit: str, index: str, env: dict) -> None:
+        """Fill index with commit's tree; reading an 80,000-entry tree costs
+        far more than copying the index file it gave last time."""
+        if self.index_dir is None:
+            self.git.run("read-tree", commit, env=env)
+            return
+        tree = self.git.tree_of(commit)
+        cached = self.index_dir / tree
+        if cached.exists():
+            shutil.copyfile(cached, index)
+            return
+        self.git.run("read-tree", commit, env=env)
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".tmp")
+        shutil.copyfile(index, tmp)
+        tmp.replace(cached)
+
+    def stack(self, parent: str, patches: list[PatchFile]) -> str:
+        """The commit made by applying patches on parent, in order."""
+        head = parent
+        pending: list[PatchFile] = []
+        for i, p in enumerate(patches):
+            hit = self.cache.get(head, p)
+            if hit is None:
+                pending = patches[i:]
+                break
+            head = hit
+        if not pending:
+            # A commit that exists has all its ancestors: checking the
+            # chain's end checks the chain.  Anything missing (a deleted
+            # work repository) is simply made again.
+            if head == parent or self.cache.exists(head):
+                return head
+            self.cache.map.clear()
+            return self.stack(parent, patches)
+        if head != parent and not self.cache.exists(head):
+            # The chain's cached part ends at a commit that is not there:
+            # make it all again rather than build on nothing.
+            self.cache.map.clear()
+            return self.stack(parent, patches)
+        # Within the series nothing waits for git to store what was made:
+        # the next patch reads it back from the store's memory.  It is all
+        # stored before the commit is returned, or the error raised (the
+        # stack cache names the commits made before a patch that fails).
+        self._deferred = True
+        try:
+            self.fast.prefetch(self.tree_of(head), [f for p in pending for f in p.paths])
+            for p in pending:
+                r = self.apply(head, p)
+                if not r.ok:
+                    raise self._explain(p, r.stderr)
+                head = self.commit(r.tree, head, p)
+        except Exception:
+            self.store.sync()
+            raise
+        finally:
+            self._deferred = False
+        self.store.sync()
+        return head
+
+    def apply(self, head: str, p: PatchFile, *args: str) -> Applied:
+        """git apply --cached ARGS p on head's tree: only the patch's files
+        in a temporary index when possible, else the whole tree."""
+        if not args:
+            try:
+                return self.fast.apply_exact(self.tree_of(head), p.data,
+                                             search="apply.ignorewhitespace" not in self._config(),
+                                             wait=not self._deferred)
+            except NotSimple:
+                pass
+        try:
+            return self.fast.apply(self.tree_of(head), p.path, p.paths, *args)
+        except NotSimple:
+            pass
+        self.store.sync()
+        with tempfile.TemporaryDirectory(prefix="ktopic-index-") as tmp:
+            index = os.path.join(tmp, "index")
+            env = {"GIT_INDEX_FILE": index}
+            self._read_tree(head, index, env)
+            r = self.git.try_run("apply", "--cached", "--whitespace=nowarn", *args,
+                                 str(p.path), env=env)
+            if r.returncode != 0 or "--check" in args:
+                unmerged = sorted({ln.split("\t", 1)[1] for ln in
+                                   self.git.run("ls-files", "-u", env=env).splitlines()})
+                return Applied(r.returncode == 0, None, r.stderr, unmerged)
+            return Applied(True, self.git.run("write-tree", env=env).strip())
+
+    def commit(self, tree: str, parent: str, p: PatchFile) -> str:
+        """The commit of tree on parent with p's message and identity (cached)."""
+        plain = not {"i18n.commitencoding", "commit.gpgsign"} & self._config()
+        data = commitobj.commit_bytes(tree, parent, p.author, p.email, p.date, p.message) \
+            if plain else None
+        if data is not None:
+            commit = self.store.write_commit(data, wait=not self._deferred)
+        else:
+            self.store.sync()
+            commit = self.git.run("commit-tree", tree, "-p", parent, input=p.message,
+                                  env=p.ident_env()).strip()
+        self._trees[commit] = tree
+        self.cache.put(parent, p, commit)
+        self.applied += 1
+        return commit
+
+    def _config(self) -> set[str]:
+        """Which of the settings that change what `git apply` or `git
+        commit-tree` do are set (asked once; all of them if git cannot
+        say): where one is, the work it changes is left to git."""
+        if self._settings is None:
+            r = self.git.try_run("config", "--name-only", "--get-regexp",
+                                 "^(%s)$" % "|".join(s.replace(".", r"\.") for s in SETTINGS))
+            self._settings = set(r.stdout.split()) if r.returncode in (0, 1) else set(SETTINGS)
+        return self._settings
+
+    @staticmethod
+    def _explain(p: PatchFile, stderr: str) -> ApplyError:
+        m = re.search(r"^error: patch failed: (.+):(\d+)$", stderr, re.M)
+        if m:
+            file, line = m.group(1), int(m.group(2))
+            h = p.hunk_at(file, line)
+            hunk = f"hunk #{h.number} ({h.header})" if h else f"the hunk at line {line}"
+            return ApplyError(p, file, hunk, "does not apply")
+        m = re.search(r"^error: (.+?): (does not exist in index|already exists in index)$",
+                      stderr, re.M)
+        if m:
+            return ApplyError(p, m.group(1), "file", m.group(2))
+        lines = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
+        detail = lines[-1][7:] if lines else stderr.strip() or "git apply failed"
+        return ApplyError(p, "(patch)", "whole patch", detail)

@@ -1,0 +1,1 @@
+"""Build, boot and test each branch in order, with content-keyed caches (the stages of `ktopic ci`)."""

@@ -1,0 +1,671 @@
+"""ktopic ci: build, boot and test every topic branch and the integration branch.
+
+For each branch (from the manifest, in dependency order, the integration
+branch last; the base first, for reference):
+
+    generate  the branch ref exists in the work repository (`ktopic generate`
+              makes it; ci/run-branch runs it first)
+    build     kconfig + kernel + the branch's out-of-tree test modules
+              (build.py); changed code never compiled is a failure
+    boot      initramfs (initramfs.py), QEMU (boot.py), the whole console
+              scanned for kernel bug reports (console_scan.py)
+    test      KTAP per suite and case with the kernel's parser (ktap.py):
+              failed/crashed cases, expected suites or programs that did not run
+
+Caching and sharing (docs/ci.md):
+
+- A branch's result is cached under (tree hash, config hash, hash of the
+  qemu/ inputs and the tool itself) in <workdir>/results/; an unchanged
+  branch is not built or booted again (``--no-cache`` forces it).
+- Branches with the same tree and config in one run are built and booted
+  once; the others say ``same_as``.
+- The base tree is booted too (once, cached like any branch): a finding the
+  base already shows is marked ``in_base`` and does not fail the branch.
+
+Writes out/report.json, out/<branch-dir>/{console.log,build.log,config,junit.xml}
+and out/index.html.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ktopic.kernel import boot as bootmod
+from ktopic.kernel import build as buildmod
+from ktopic.kernel import console_scan, initramfs, kconfig, ktap
+from ktopic.model import results as R
+from ktopic.errors import Failure, KtopicError
+from ktopic.model.results import CACHED, FAIL, PASS, SKIP
+
+BASE = "base"
+INTEGRATION = "integration"
+CI_STAGES = ("generate", "check", "build", "boot", "test")
+# Findings that make the boot stage fail (the rest belong to the test stage).
+TEST_KINDS = {"missing_suite", "failed_case"}
+# Version of the result format and of the rules that produce it: part of the cache key.
+RESULT_VERSION = "1"
+TOOL_FILES = ("kernel/build.py", "kernel/boot.py", "runner/runner.py", "kernel/console_scan.py",
+              "kernel/initramfs.py", "kernel/qkvm.py", "kernel/kconfig.py", "kernel/ktap.py",
+              "model/results.py")
+
+
+@dataclass
+class Options:
+    smp: int = 2
+    memory: str = "1G"
+    accel: str = "auto"              # auto | kvm | tcg
+    timeout: float = 120.0           # reference seconds, scaled by machine speed
+    silence: float = 30.0            # reference seconds, scaled by machine speed
+    kasan: bool = False
+    use_cache: bool = True
+    base_cache: bool = True          # the base's result may come from the cache
+    jobs: int = 0
+    progress: bool = True
+    check: bool = False              # run the patch gates (ktopic check) as a stage
+
+
+@dataclass
+class Target:
+    """One branch to test and what testing it means."""
+    branch: str                      # branch name (refs/heads/<branch>)
+    topic: str                       # topic name, "integration" or "base"
+    fragments: list[Path]
+    kunit: list[str] = field(default_factory=list)
+    modules: list[str] = field(default_factory=list)
+    programs: list[str] = field(default_factory=list)
+    cmdline: str = ""
+    commit: str = ""
+    tree: str = ""
+    base_commit: str = ""
+    build_key: str = ""
+    key: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"refs/heads/{self.branch}"
+
+
+def _uniq(items):
+    out = []
+    for x in items:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+def targets_from_manifest(m, qemu_dir: Path, kasan: bool = False) -> list[Target]:
+    """The base, every topic in dependency order, then the integration branch."""
+    base_cfg = qemu_dir / "configs" / "base.config"
+    extra = [qemu_dir / "configs" / "kasan.config"] if kasan else []
+    out = [Target(BASE, BASE, [base_cfg, *extra])]
+    for name in m.order:
+        t = m.topics[name]
+        # A topic is tested with its dependencies' code: their fragments too.
+        chain = [m.topics[d] for d in m.closure(name)] + [t]
+        frags = _uniq([c.config for c in chain if c.config])
+        out.append(Target(t.branch, name, [base_cfg, *frags, *extra], kunit=list(t.kunit),
+                          modules=list(t.modules), programs=list(t.programs),
+                          cmdline=t.cmdline))
+    ts = [m.topics[n] for n in m.integration.topics]
+    out.append(Target(m.integration.branch, INTEGRATION,
+                      [base_cfg, *_uniq([t.config for t in ts if t.config]), *extra],
+                      kunit=_uniq(k for t in ts for k in t.kunit),
+                      modules=_uniq(x for t in ts for x in t.modules),
+                      programs=_uniq(x for t in ts for x in t.programs),
+                      cmdline=" ".join(_uniq(t.cmdline for t in ts if t.cmdline))))
+    return out
+
+
+def select(targets: list[Target], names: list[str]) -> list[Target]:
+    """Targets named by topic or branch name ("base" and "integration" too);
+    all of them when no name is given.  The base always stays (reference)."""
+    if not names:
+        return targets
+    want = []
+    for n in names:
+        hit = [t for t in targets if n in (t.branch, t.topic)]
+        if not hit:
+            raise KtopicError(f"no topic or branch {n!r} (known: "
+                              f"{', '.join(t.topic for t in targets)})")
+        want.extend(h for h in hit if h not in want)
+    base = [t for t in targets if t.topic == BASE]
+    return base + [t for t in want if t.topic != BASE]
+
+
+def _hash(*parts) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(json.dumps(p, sort_keys=True, default=str).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def _files_hash(paths: list[Path]) -> list[tuple[str, str]]:
+    out = []
+    for p in paths:
+        files = sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else [p]
+        for f in files:
+            out.append((str(f.relative_to(p.parent)), hashlib.sha256(f.read_bytes()).hexdigest()))
+    return out
+
+
+def compute_keys(t: Target, qemu_dir: Path, opts: Options) -> None:
+    """Build key: what the kernel and modules are made from.  Result key:
+    that, plus everything the boot and the checks depend on."""
+    mods = [qemu_dir / "modules" / m for m in t.modules]
+    progs = [qemu_dir / "tests" / f"{p}.c" for p in t.programs]
+    tool = Path(__file__).parents[1]
+    t.build_key = _hash(t.tree, kconfig.fragment_hash(t.fragments))
+    t.key = _hash(RESULT_VERSION, t.build_key, _files_hash(mods), _files_hash(progs),
+                  _files_hash([qemu_dir / "init", qemu_dir / "allowlist.yaml"]
+                              if (qemu_dir / "allowlist.yaml").exists() else [qemu_dir / "init"]),
+                  t.cmdline, t.kunit, t.programs, t.modules, opts.smp, opts.memory,
+                  opts.kasan, t.base_commit,
+                  _files_hash([tool / f for f in TOOL_FILES if (tool / f).exists()]))
+
+
+# ------------------------------------------------------------------ runner
+
+class Runner:
+    """Runs targets one after another in a locked work directory."""
+
+    def __init__(self, wd, m, out_dir: Path, opts: Options, live=None):
+        self.wd = wd
+        self.m = m
+        self.root = Path(wd.root)
+        self.git_dir = Path(wd.git_dir)
+        self.qemu_dir = Path(m.root) / "qemu"
+        self.out_dir = out_dir
+        self.opts = opts
+        self.live = live
+        self.builds: dict[str, tuple[str, buildmod.BuildResult]] = {}   # build key -> (branch, result)
+        self.results: dict[str, R.BranchResult] = {}                    # result key -> result
+        self.base_signatures: set[str] | None = None
+        self.host = bootmod.Host(self.root, opts.accel)
+        self.allow = console_scan.load_allowlist(self.qemu_dir / "allowlist.yaml")
+
+    # --- helpers
+    def note(self, t: Target, stage: str, status: str, summary: str = "") -> None:
+        if self.live is not None:
+            self.live.update(t.branch, stage, status, summary)
+
+    def out(self, t: Target) -> Path:
+        from ktopic.report.report import branch_dir
+        d = self.out_dir / branch_dir(t.branch)
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def rel(self, p: Path) -> str:
+        return str(p.relative_to(self.out_dir))
+
+    def resolve(self, t: Target) -> bool:
+        from ktopic.plumbing.gitutil import Git
+        g = Git(self.git_dir)
+        commit = g.rev_parse(t.ref)
+        if not commit:
+            return False
+        t.commit = commit
+        t.tree = g.tree_of(commit)
+        base = g.rev_parse(self.m.base.ref) if hasattr(self.m, "base") else None
+        t.base_commit = base or ""
+        compute_keys(t, self.qemu_dir, self.opts)
+        return True
+
+    # --- the stages
+    def run(self, t: Target) -> R.BranchResult:
+        br = self._run(t)
+        if not self.opts.check or t.topic == BASE or br.stage("generate").status != PASS:
+            return br
+        # The gates have their own cache (by patch content), so they run on
+        # every pass, after generate, whether or not the rest was cached.
+        from ktopic.gates import check
+        st, details = check.check_branch(self.m, self.wd, t.topic, self.out_dir)
+        self.note(t, "check", st.status, st.summary)
+        br = R.branch_from_dict(dataclasses.asdict(br))
+        br.stages.insert(1, st)
+        if st.status == FAIL:
+            br.findings += details["findings"]
+        return br
+
+    def _run(self, t: Target) -> R.BranchResult:
+        br = R.BranchResult(branch=t.branch, topic=t.topic)
+        t0 = time.monotonic()
+        if not self.resolve(t):
+            br.stages.append(R.StageResult("generate", FAIL, 0.0,
+                                           f"no branch {t.branch} in the work repository: "
+                                           "run ktopic generate"))
+            self.note(t, "generate", FAIL, "branch missing")
+            return br
+        br.head, br.tree = t.commit, t.tree
+        br.config_hash = kconfig.fragment_hash(t.fragments)
+        br.stages.append(R.StageResult("generate", PASS, 0.0, f"head {t.commit[:12]}"))
+        self.note(t, "generate", PASS)
+
+        # Same tree, config and qemu inputs as a branch already done in this run.
+        if t.key in self.results:
+            return self._same_as(t, br, self.results[t.key])
+        use = self.opts.use_cache or (t.topic == BASE and self.opts.base_cache)
+        cached = self._cache_load(t) if use else None
+        if cached is not None:
+            self.results[t.key] = cached
+            return cached
+
+        res = self._build(t, br)
+        if res is not None and res.ok:
+            self._boot_and_test(t, br, res)
+        else:
+            for s in ("boot", "test"):
+                br.stages.append(R.StageResult(s, SKIP, 0.0, "not built"))
+                self.note(t, s, SKIP)
+        self.results[t.key] = br
+        self._mark_in_base(t, br)
+        if self._cacheable(br):
+            self._cache_store(t, br)
+        br.repro.setdefault("seconds", f"{time.monotonic() - t0:.1f}")
+        return br
+
+    def _same_as(self, t: Target, br: R.BranchResult, other: R.BranchResult) -> R.BranchResult:
+        copy = R.branch_from_dict(dataclasses.asdict(other))
+        copy.branch, copy.topic, copy.head = t.branch, t.topic, t.commit
+        copy.same_as = other.same_as or other.branch
+        copy.stages = [br.stage("generate")] + [s for s in copy.stages if s.stage != "generate"]
+        for s in copy.stages[1:]:
+            s.summary = f"same as {copy.same_as}" + (f": {s.summary}" if s.summary else "")
+            self.note(t, s.stage, s.status, f"same as {copy.same_as}")
+        self._copy_outputs(other.branch, t)
+        return copy
+
+    def _copy_outputs(self, from_branch: str, t: Target) -> None:
+        from ktopic.report.report import branch_dir
+        src = self.out_dir / branch_dir(from_branch)
+        dst = self.out(t)
+        for name in ("console.log", "build.log", "config"):
+            if (src / name).is_file() and src != dst:
+                shutil.copyfile(src / name, dst / name)
+
+    def _build(self, t: Target, br: R.BranchResult) -> buildmod.BuildResult | None:
+        if t.build_key in self.builds:
+            first, res = self.builds[t.build_key]
+            summary = f"same tree and config as {first}"
+            t0 = time.monotonic()
+            # The kernel is shared; this branch's own test modules are not.
+            res = dataclasses.replace(res, test_modules=[])
+            if res.ok and t.modules:
+                res.test_modules, err, details = buildmod.build_modules(
+                    self.root, res, [self.qemu_dir / "modules" / m for m in t.modules],
+                    self.opts.jobs)
+                if err:
+                    res.ok, res.error, res.details = False, err, details
+                    summary = err
+                    br.findings.append(R.Finding("build", err, 0, details))
+            elif not res.ok:
+                summary = f"{summary}: {res.error}"
+                br.findings.append(R.Finding("build", res.error, 0, res.details))
+            st = R.StageResult("build", PASS if res.ok else FAIL, time.monotonic() - t0,
+                               summary, self.rel(self.out(t) / "build.log"))
+            self._build_outputs(t, res)
+            br.stages.append(st)
+            self.note(t, "build", st.status, st.summary)
+            return res
+        self.note(t, "build", "running")
+        last = [0.0]
+
+        def on_line(count: int, what: str) -> None:
+            now = time.monotonic()
+            if now - last[0] > 1.0:
+                last[0] = now
+                self.note(t, "build", "running", f"{count} steps, {what}")
+        name = buildmod.build_dir_name(t.branch, self.opts.kasan)
+        req = buildmod.BuildRequest(
+            name=name, commit=t.commit, base=t.base_commit or None, fragments=t.fragments,
+            modules=[self.qemu_dir / "modules" / m for m in t.modules],
+            jobs=self.opts.jobs, progress=self.opts.progress and self.live is None,
+            seed=self.root / "build" / buildmod.build_dir_name(BASE, self.opts.kasan),
+            on_line=on_line if self.live is not None else None)
+        try:
+            res = buildmod.build(self.root, self.git_dir, req)
+        except Failure as e:
+            br.stages.append(R.StageResult("build", FAIL, 0.0, str(e).splitlines()[0]))
+            br.findings.append(R.Finding("build", str(e).splitlines()[0], 0, str(e).splitlines()))
+            self.note(t, "build", FAIL, str(e).splitlines()[0])
+            return None
+        self.builds[t.build_key] = (t.branch, res)
+        self._build_outputs(t, res)
+        if res.ok:
+            summary = f"{res.seconds:.0f}s, {len(res.kernel_modules)} kernel module(s), " \
+                      f"{len(res.test_modules)} test module(s)"
+        else:
+            summary = res.error
+            br.findings.append(R.Finding("build", res.error, 0, res.details))
+        br.stages.append(R.StageResult("build", PASS if res.ok else FAIL, res.seconds, summary,
+                                       self.rel(self.out(t) / "build.log")))
+        self.note(t, "build", PASS if res.ok else FAIL, summary)
+        return res
+
+    def _build_outputs(self, t: Target, res: buildmod.BuildResult) -> None:
+        d = self.out(t)
+        if res.log and res.log.is_file():
+            shutil.copyfile(res.log, d / "build.log")
+        if res.config and res.config.config.is_file():
+            shutil.copyfile(res.config.config, d / "config")
+        tc = res.toolchain
+        self._repro_base = {
+            "config": self.rel(d / "config"),
+            "build_dir": str(res.out),
+            "toolchain": "; ".join(f"{v}" for v in tc.values()),
+        }
+
+    def _boot_and_test(self, t: Target, br: R.BranchResult, res: buildmod.BuildResult) -> None:
+        br.repro.update(self._repro_base)
+        if res.config:
+            br.repro["config_sha"] = res.config.config_hash
+        d = self.out(t)
+        # initramfs
+        try:
+            ir = initramfs.build_initramfs(initramfs.InitramfsRequest(
+                init_src=self.qemu_dir / "init" / "init.c", cache=self.root / "cache",
+                programs=[self.qemu_dir / "tests" / f"{p}.c" for p in t.programs],
+                test_modules=res.test_modules, kernel_modules=res.kernel_modules))
+        except Failure as e:
+            msg = str(e).splitlines()[0]
+            br.stages.append(R.StageResult("boot", FAIL, 0.0, msg))
+            br.stages.append(R.StageResult("test", SKIP, 0.0, "not booted"))
+            br.findings.append(R.Finding("build", msg, 0, str(e).splitlines()))
+            self.note(t, "boot", FAIL, msg)
+            return
+        br.repro["initramfs"] = f"sha256:{ir.sha256} ({ir.path})"
+        accel, why = self.host.accel()
+        scale = self.host.factor() * (3.0 if self.opts.kasan else 1.0)
+        req = bootmod.BootRequest(kernel=res.bzimage, initrd=ir.path, console=d / "console.log",
+                                  cmdline=t.cmdline, smp=self.opts.smp, memory=self.opts.memory,
+                                  accel=accel, timeout=self.opts.timeout * scale,
+                                  silence=self.opts.silence * scale)
+        self.note(t, "boot", "running")
+        b = bootmod.boot(req)
+        br.repro["qemu"] = b.command
+        br.repro["accel"] = why
+        br.repro["timeouts"] = f"overall {req.timeout:.0f}s, silence {req.silence:.0f}s " \
+                               f"(machine speed factor {self.host.factor():.2f})"
+        text = b.console.read_bytes().decode("utf-8", errors="replace")
+        lines = console_scan.clean_lines(text)
+        findings = console_scan.scan_text(text, self.allow, expect_cpus=self.opts.smp)
+        if b.status in ("silence", "timeout"):
+            findings.append(R.Finding(b.status, b.message, len(lines), lines[-15:]))
+        elif b.status == "exited" and not any(f.kind in ("panic", "oops") for f in findings):
+            findings.append(R.Finding("incomplete", b.message, len(lines), lines[-15:]))
+        elif b.status == "error":
+            findings.append(R.Finding("qemu", b.message, 0, b.qemu_stderr))
+        br.findings.extend(findings)
+        boot_bad = [f for f in findings]
+        summary = f"{b.seconds:.1f}s {accel}" if not boot_bad else \
+            f"{boot_bad[0].kind}: {boot_bad[0].message}"[:120]
+        br.stages.append(R.StageResult("boot", FAIL if boot_bad else PASS, b.seconds, summary,
+                                       self.rel(d / "console.log")))
+        self.note(t, "boot", FAIL if boot_bad else PASS, summary)
+        # KTAP
+        t1 = time.monotonic()
+        try:
+            pdir = ktap.parser_dir(self.git_dir, t.commit, self.root / "cache")
+        except Failure:
+            pdir = ktap.parser_dir(self.git_dir, t.base_commit, self.root / "cache")
+        parser = ktap.load_parser(pdir)
+        kr = ktap.parse_console(text, parser)
+        br.suites = kr.suites
+        tf = ktap.check(kr, text, t.kunit, t.programs)
+        br.findings.extend(tf)
+        ncases = sum(len(s.cases) for s in kr.suites)
+        nbad = sum(1 for s in kr.suites for c in s.cases if c.status in (FAIL, R.CRASH))
+        summary = f"{len(kr.suites)} suite(s), {ncases} case(s), {nbad} failed"
+        if tf:
+            summary = f"{tf[0].message}" + (f" (+{len(tf) - 1} more)" if len(tf) > 1 else "")
+        br.stages.append(R.StageResult("test", FAIL if tf else PASS, time.monotonic() - t1,
+                                       summary, self.rel(d / "console.log")))
+        self.note(t, "test", FAIL if tf else PASS, summary)
+
+    # --- base comparison
+    def set_base(self, br: R.BranchResult) -> None:
+        self.base_signatures = {console_scan.signature(f) for f in br.findings}
+        for f in br.findings:
+            f.in_base = True
+
+    def _mark_in_base(self, t: Target, br: R.BranchResult) -> None:
+        if t.topic == BASE:
+            self.set_base(br)
+            return
+        if not self.base_signatures:
+            return
+        for f in br.findings:
+            if f.kind not in TEST_KINDS and console_scan.signature(f) in self.base_signatures:
+                f.in_base = True
+        self._restatus(br)
+
+    @staticmethod
+    def _restatus(br: R.BranchResult) -> None:
+        """A boot that failed only on findings the base shows too passes."""
+        st = br.stage("boot")
+        if st and st.status == FAIL and all(f.in_base for f in br.findings
+                                            if f.kind not in TEST_KINDS and f.kind != "build"):
+            st.status = PASS
+            st.summary += " (the base shows the same)"
+
+    # --- result cache
+    def _cache_path(self, t: Target) -> Path:
+        return self.root / "results" / f"{t.tree[:16]}-{t.key}"
+
+    @staticmethod
+    def _cacheable(br: R.BranchResult) -> bool:
+        """Results that the same inputs would give again: not time-outs (load)."""
+        return not any(f.kind in ("timeout", "silence", "qemu") for f in br.findings) and \
+            br.stage("build") is not None
+
+    def _cache_store(self, t: Target, br: R.BranchResult) -> None:
+        p = self._cache_path(t)
+        p.mkdir(parents=True, exist_ok=True)
+        d = self.out(t)
+        for name in ("console.log", "build.log", "config"):
+            if (d / name).is_file():
+                shutil.copyfile(d / name, p / name)
+        tmp = p / "result.json.tmp"
+        tmp.write_text(json.dumps(dataclasses.asdict(br), indent=1))
+        tmp.replace(p / "result.json")
+
+    def _cache_load(self, t: Target) -> R.BranchResult | None:
+        p = self._cache_path(t)
+        try:
+            br = R.branch_from_dict(json.loads((p / "result.json").read_text()))
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        d = self.out(t)
+        for name in ("console.log", "build.log", "config"):
+            if (p / name).is_file():
+                shutil.copyfile(p / name, d / name)
+        br.branch, br.topic, br.head = t.branch, t.topic, t.commit
+        # The result is the tree's; the head may be another commit with that tree.
+        br.stages = [R.StageResult("generate", PASS, 0.0, f"head {t.commit[:12]}")] + \
+            [s for s in br.stages if s.stage != "generate"]
+        for s in br.stages:
+            if s.stage != "generate" and s.status == PASS:
+                s.status = CACHED
+            self.note(t, s.stage, s.status, "cached" if s.status == CACHED else s.summary)
+        if t.topic == BASE:
+            self.base_signatures = {console_scan.signature(f) for f in br.findings}
+        else:
+            for f in br.findings:
+                f.in_base = False
+            self._mark_in_base(t, br)
+        return br
+
+
+def _workdir(args):
+    from ktopic.model.workdir import Workdir
+    return Workdir(args.workdir)
+
+
+def _manifest(args):
+    from ktopic.model import manifest
+    return manifest.load(args.manifest)
+
+
+def options_from_args(args) -> Options:
+    no_cache = getattr(args, "no_cache", False)
+    return Options(smp=args.smp, memory=args.memory, accel=args.accel, timeout=args.timeout,
+                   silence=args.silence, kasan=args.kasan, use_cache=not no_cache,
+                   base_cache=not no_cache, jobs=args.jobs,
+                   check=not getattr(args, "no_check", True))
+
+
+def add_common(p, boot_opts: bool = True) -> None:
+    p.add_argument("--kasan", action="store_true",
+                   help="add qemu/configs/kasan.config (slower; separate build directories)")
+    p.add_argument("-j", "--jobs", type=int, default=0, help="make -j (default: nproc)")
+    if boot_opts:
+        p.add_argument("--smp", type=int, default=2, help="guest CPUs (default: %(default)s)")
+        p.add_argument("--memory", default="1G", help="guest memory (default: %(default)s)")
+        p.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto",
+                       help="auto: KVM only if the probe shows it works (default)")
+        p.add_argument("--timeout", type=float, default=120.0,
+                       help="overall boot time-out in reference seconds, scaled by the "
+                            "measured machine speed (default: %(default)s)")
+        p.add_argument("--silence", type=float, default=30.0,
+                       help="longest console silence in reference seconds, scaled "
+                            "(default: %(default)s)")
+
+
+def run_targets(args, names: list[str], write_report: bool, use_live: bool) -> R.Report:
+    from ktopic.report import report as rep
+    m = _manifest(args)
+    wd = _workdir(args)
+    opts = options_from_args(args)
+    out_dir = Path(getattr(args, "out", None) or Path(m.root) / "out")
+    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan), names)
+    report = R.Report(base_version=m.base.version)
+    with wd.lock():
+        if not Path(wd.git_dir).is_dir():
+            raise Failure(f"no work repository at {wd.git_dir}: run ktopic import-base "
+                          "and ktopic generate first")
+        live = rep.LiveTable([t.branch for t in targets], stages=CI_STAGES) if use_live else None
+        runner = Runner(wd, m, out_dir, opts, live)
+        ctx = live if live is not None else _Null()
+        with ctx:
+            for t in targets:
+                report.branches.append(runner.run(t))
+    if write_report:
+        rep.write_all(report, out_dir)
+    return report
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+# --------------------------------------------------------------------- CLI
+
+def register(sub) -> None:
+    p = sub.add_parser("ci", help="build, boot and test branches; write out/report.json",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("branches", nargs="*", metavar="BRANCH",
+                   help="topic or branch names (default: every topic and the integration branch)")
+    p.add_argument("--no-cache", action="store_true", help="ignore cached results")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the patch gates (ktopic check) stage")
+    p.add_argument("-o", "--out", type=Path, default=None,
+                   help="output directory (default: out/ beside the manifest)")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ktopic.report import report as rep
+    report = run_targets(args, args.branches, write_report=True, use_live=True)
+    print()
+    rep.print_report(report)
+    return 0 if report.ok else 1
+
+
+# ------------------------------------------------- ktopic build / ktopic boot
+
+def _names(args) -> list[str]:
+    if args.all and args.branches:
+        raise KtopicError("give branch names or --all, not both")
+    if not args.all and not args.branches:
+        raise KtopicError("name a topic or branch, or give --all")
+    return [] if args.all else args.branches
+
+
+def run_build(args) -> int:
+    """ktopic build BRANCH|--all: build only, with a progress bar."""
+    m = _manifest(args)
+    wd = _workdir(args)
+    names = _names(args)
+    targets = targets_from_manifest(m, Path(m.root) / "qemu", args.kasan)
+    targets = [t for t in select(targets, names) if names or t.topic != BASE]
+    if names and BASE not in names:
+        targets = [t for t in targets if t.topic != BASE]
+    opts = Options(kasan=args.kasan, jobs=args.jobs)
+    bad = 0
+    with wd.lock():
+        runner = Runner(wd, m, Path(m.root) / "out", opts)
+        for t in targets:
+            if not runner.resolve(t):
+                print(f"{t.branch}: no such branch in {wd.git_dir} (run ktopic generate)")
+                bad += 1
+                continue
+            if t.build_key in runner.builds:
+                first, res = runner.builds[t.build_key]
+                print(f"{t.branch}: same tree and config as {first}: "
+                      f"{'ok' if res.ok else 'FAILED'}")
+                bad += not res.ok
+                continue
+            br = R.BranchResult(branch=t.branch, topic=t.topic)
+            res = runner._build(t, br)
+            if res is None or not res.ok:
+                bad += 1
+                print(f"{t.branch}: FAILED: {br.stages[-1].summary}")
+                for f in br.findings:
+                    for line in f.lines[:20]:
+                        print(f"    {line}")
+            else:
+                print(f"{t.branch}: ok in {res.seconds:.1f}s ({res.out})")
+    return 1 if bad else 0
+
+
+def run_boot(args) -> int:
+    """ktopic boot BRANCH|--all: build if needed, boot, scan, parse (no result cache)."""
+    from ktopic.report import report as rep
+    names = _names(args)
+    args.no_cache = False
+    args.out = None
+    m = _manifest(args)
+    wd = _workdir(args)
+    opts = options_from_args(args)
+    opts.use_cache = False
+    out_dir = Path(m.root) / "out"
+    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan), names)
+    report = R.Report(base_version=m.base.version)
+    with wd.lock():
+        runner = Runner(wd, m, out_dir, opts)
+        for t in targets:
+            br = runner.run(t)
+            report.branches.append(br)
+            st = br.stage("boot")
+            print(f"{t.branch}: boot {st.status if st else 'not run'}"
+                  f"{' (' + st.summary + ')' if st and st.summary else ''}; "
+                  f"console: {out_dir / rep.branch_dir(t.branch) / 'console.log'}")
+    rep.print_report(report)
+    return 0 if report.ok else 1
+
+
+def add_branch_args(p) -> None:
+    p.add_argument("branches", nargs="*", metavar="BRANCH", help="topic or branch names")
+    p.add_argument("--all", action="store_true",
+                   help="every topic and the integration branch")

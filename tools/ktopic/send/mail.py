@@ -1,0 +1,531 @@
+"""Mail a topic (or the integration branch) as a patch series, with b4.
+
+The generated branch is enrolled with `b4 prep -e` in a sparse worktree of
+the work repository (no file of the kernel tree is checked out: b4 needs a
+worktree, not the files), on a branch ``b4/<label>``.  The cover letter,
+written from the manifest (cover.py), becomes the message of b4's empty
+cover commit together with b4's tracking data, in which the change-id and
+the revision come from ``mail/<label>.yaml`` (revisions.py).  `b4 send`
+then writes the messages (``-o``) or sends them over SMTP.
+
+Everything that can be wrong with the input is checked before the worktree
+is made, so a bad input writes and sends nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ktopic.send import cover, revisions
+from ktopic.model import yamlpos
+from ktopic.errors import Failure, KtopicError
+from ktopic.branches.generate import Generator, base_commit
+from ktopic.plumbing.gitutil import Git
+from ktopic.model.manifest import Carried, Manifest
+from ktopic.model.workdir import Workdir
+
+MAGIC = "--- b4-submit-tracking ---"
+SPARSE_NOTHING = "/.ktopic-sparse-checkout-nothing\n"
+
+# Our cover template for b4: its default one ends with a base-commit footer
+# naming the local import commit; ours says what the base is instead.
+COVER_TEMPLATE = """\
+${cover}
+
+---
+${shortlog}
+
+${diffstat}
+---
+base: %(base)s
+change-id: ${change_id}
+
+-- 
+${signature}
+"""
+
+
+@dataclass
+class Target:
+    label: str                   # topic name, or "integration"
+    branch: str
+    ref: str
+    subject: str
+    body: str
+    body_line: int
+    to: list[str]
+    cc: list[str]
+    recipients_line: int
+    topics: list[str]            # topics whose patches the series carries
+    depends: list[str]           # topics the series applies on (not mailed)
+    carried: list[Carried] = field(default_factory=list)
+
+
+def line_of(m: Manifest, *keys) -> int | None:
+    return yamlpos.line_of(m.data, list(keys))
+
+
+def target(m: Manifest, name: str) -> Target:
+    s = m.series
+    if name == "integration":
+        i = m.integration
+        to, cc = list(i.to), list(i.cc)
+        if not to and not cc:                # every topic's recipients
+            for tn in i.topics:
+                to += [a for a in m.topics[tn].to if a not in to]
+                cc += [a for a in m.topics[tn].cc if a not in cc]
+        body, bline = (s.cover, line_of(m, "series", "cover")) if s.cover else \
+            (i.description, line_of(m, "integration", "description") or i.line)
+        return Target("integration", i.branch, i.ref, s.subject, body, bline or i.line,
+                      to, cc, i.line, list(i.topics), [],
+                      [c for tn in i.topics for t in [m.topics[tn]]
+                       for c in t.upstream + t.superseded + t.dropped])
+    t = m.topic(name)
+    return Target(name, t.branch, t.ref, f"{s.subject} ({name})", t.description,
+                  line_of(m, "topics", name, "description") or t.line, list(t.to), list(t.cc),
+                  t.line, [name], [m.topics[d].branch for d in m.closure(name)],
+                  t.upstream + t.superseded + t.dropped)
+
+
+def sender(m: Manifest) -> tuple[str, str]:
+    name, addr = email.utils.parseaddr(m.series.sender or "")
+    if not name or not re.fullmatch(r"[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+", addr or ""):
+        raise KtopicError(f"series.from {m.series.sender!r} is not a sender identity "
+                          f"'Name <address>'", m.display(), line_of(m, "series", "from"))
+    return name, addr
+
+
+def check_recipients(m: Manifest, t: Target) -> None:
+    if not t.to and not t.cc:
+        what = "integration" if t.label == "integration" else f"topic {t.label}"
+        raise KtopicError(f"{what} has no recipients: add `to:` (and `cc:`) to it in the manifest",
+                          m.display(), t.recipients_line)
+
+
+def check_placeholders(m: Manifest, t: Target) -> None:
+    sources = [(t.subject, line_of(m, "series", "subject")), (t.body, t.body_line)]
+    sources += [(c.subject + " " + c.where + " " + c.evidence, c.line) for c in t.carried]
+    for text, line in sources:
+        word = cover.placeholder(text)
+        if word:
+            raise KtopicError(f"the cover letter of {t.branch} would still hold placeholder "
+                              f"text {word!r}; write it in the manifest first",
+                              m.display(), line)
+
+
+def smtp_server() -> str:
+    p = subprocess.run(["git", "config", "--get", "sendemail.smtpserver"],
+                       capture_output=True, text=True, cwd="/")
+    return p.stdout.strip()
+
+
+def signing_key(git: Git, key: str = "patatt.signingkey") -> str:
+    return git.try_run("config", "--get", key).stdout.strip()
+
+
+# --- recipients from the kernel's own script -----------------------------------
+
+def get_maintainers(git: Git, start: str, head: str) -> tuple[list[str], str]:
+    """Addresses scripts/get_maintainer.pl of the branch gives for the
+    series, and a note when it could not run."""
+    if git.try_run("cat-file", "-e", f"{head}:scripts/get_maintainer.pl").returncode:
+        return [], "the tree has no scripts/get_maintainer.pl"
+    with tempfile.TemporaryDirectory(prefix="ktopic-maint-") as tmp:
+        for path in ("scripts/get_maintainer.pl", "MAINTAINERS", ".mailmap",
+                     ".get_maintainer.ignore"):
+            blob = git.try_run("cat-file", "blob", f"{head}:{path}")
+            if blob.returncode == 0:
+                Path(tmp, path).parent.mkdir(parents=True, exist_ok=True)
+                Path(tmp, path).write_text(blob.stdout)
+        pdir = Path(tmp, "series")
+        files = git.run("format-patch", "-o", str(pdir), f"{start}..{head}").split()
+        p = subprocess.run(["perl", "scripts/get_maintainer.pl", "--no-tree", "--no-git",
+                            "--no-git-fallback", "--no-rolestats", "--no-remove-duplicates",
+                            *files], cwd=tmp, capture_output=True, text=True)
+    if p.returncode != 0:
+        return [], "get_maintainer.pl failed: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+    out = []
+    for line in p.stdout.splitlines():
+        line = line.strip()
+        if "@" in line and line not in out:
+            out.append(line)
+    return out, ""
+
+
+def merge_addresses(to: list[str], cc: list[str], extra: list[str]) -> tuple[list[str], list[str]]:
+    seen = {email.utils.parseaddr(a)[1].lower() for a in to}
+    cc_out = []
+    for a in cc + extra:
+        addr = email.utils.parseaddr(a)[1].lower()
+        if addr and addr not in seen:
+            seen.add(addr)
+            cc_out.append(a)
+    return list(to), cc_out
+
+
+# --- the plan: everything decided before anything is written ---------------------
+
+@dataclass
+class Plan:
+    m: Manifest
+    t: Target
+    git: Git
+    state: revisions.State
+    revision: int
+    base: str
+    start: str
+    head: str
+    tree: str
+    count: int
+    cover_text: str
+    to: list[str]
+    cc: list[str]
+    changes: list[str]
+    stack: list[dict]
+    own: int
+    notes: list[str] = field(default_factory=list)
+    send: bool = False
+    refs: list = field(default_factory=list)     # ref updates made after a success
+
+    @property
+    def outdir(self) -> Path:
+        return self.m.root / "out" / "mail" / self.t.branch / f"v{self.revision}"
+
+
+def commits(git: Git, start: str, head: str) -> list[tuple[str, str, str]]:
+    """(commit, subject, patch-id) of start..head, oldest first."""
+    out = []
+    for line in git.run("log", "--reverse", "--format=%H %s", f"{start}..{head}").splitlines():
+        c, subject = line.split(" ", 1)
+        diff = git.run("show", "--format=", c)
+        pid = subprocess.run(["git", "patch-id", "--stable"], input=diff, capture_output=True,
+                             text=True).stdout.split(" ")[0]
+        out.append((c, subject, pid))
+    return out
+
+
+def changelog(old: list[tuple[str, str, str]] | None, new: list[tuple[str, str, str]],
+              prev: revisions.Revision, plan_base: str, stack_own: list[dict]) -> list[str]:
+    out = []
+    if old is not None:
+        olds = {s: pid for _, s, pid in old}
+        news = {s: pid for _, s, pid in new}
+        for _, s, pid in new:
+            if s not in olds:
+                out.append(f"New patch: {s}")
+            elif olds[s] != pid:
+                out.append(f"Changed: {s}")
+        out += [f"Dropped: {s}" for _, s, _ in old if s not in news]
+        if [s for _, s, _ in old if s in news] != [s for _, s, _ in new if s in olds]:
+            out.append("Patches reordered")
+    else:
+        old_own = {e["file"]: e["blob"] for e in prev.stack[len(prev.stack) - prev.own:]}
+        new_own = {e["file"]: e["blob"] for e in stack_own}
+        out += [f"New patch file: {f}" for f in new_own if f not in old_own]
+        out += [f"Changed patch file: {f}" for f in new_own if f in old_own and old_own[f] != new_own[f]]
+        out += [f"Dropped patch file: {f}" for f in old_own if f not in new_own]
+    if prev.base and prev.base != plan_base:
+        out.append(f"Rebased onto a new base import ({plan_base[:12]}, was {prev.base[:12]})")
+    return out or ["No change to the patches; the cover letter was updated"]
+
+
+def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool = False,
+         notes: list[str] | None = None) -> Plan:
+    t = target(m, name)
+    sender(m)
+    check_recipients(m, t)
+    check_placeholders(m, t)
+    if send and not smtp_server():
+        raise KtopicError("--send needs an SMTP server: `git config --global sendemail.smtpserver "
+                          "HOST` (and smtpserverport, smtpuser as for git send-email)")
+    if not (wd.git_dir / "HEAD").exists():
+        raise KtopicError(f"no work repository at {wd.git_dir}: run `ktopic import-base` and "
+                          f"`ktopic generate` first")
+    git = Git(wd.git_dir)
+    head = git.rev_parse(t.ref)
+    if not head:
+        raise KtopicError(f"branch {t.branch} does not exist in the work repository: run "
+                          f"`ktopic generate` first")
+    base = base_commit(git)
+    gen = Generator(m, wd)
+    start = base if t.label == "integration" else gen.start_of(base, name)
+    expected = gen.integration_head(base) if t.label == "integration" else gen.head_of(base, name)
+    gen.cache.save()
+    if not git.is_ancestor(start, head):
+        raise Failure(f"branch {t.branch} does not start from the base and its dependencies "
+                      f"({start[:12]}); regenerate it")
+    count = int(git.run("rev-list", "--count", f"{start}..{head}").strip())
+    if count == 0:
+        raise KtopicError(f"{t.branch} carries no patches of its own: nothing to mail",
+                          m.display(), t.recipients_line)
+    tree = git.tree_of(head)
+    result_notes: list[str] = []
+    # The patch files the revision is made of, by git blob id.
+    stack, own = [], 0
+    if head == expected:
+        names = t.topics if t.label == "integration" else m.closure(name) + [name]
+        for tn in names:
+            for p in m.topics[tn].patches:
+                stack.append({"file": f"patches/{tn}/{p.rel}", "blob": revisions.blob_id(p.path)})
+        own = sum(len(m.topics[tn].patches) for tn in t.topics)
+    else:
+        result_notes.append(f"{t.branch} is not what the manifest generates (edited by hand?); "
+                            f"a fresh clone cannot rebuild this revision from the patch files")
+
+    state = revisions.load(m.root, t.label) or revisions.new_state(m.root, m.series.name, t.label)
+    rel = f"{revisions.STATE_DIR}/{state.path.name}"
+    cur = state.current
+    if reroll:
+        if cur is None:
+            raise KtopicError(f"--reroll: v{state.revision} of {t.branch} was never mailed; "
+                              f"mail it first (without --reroll)", rel)
+        revision = state.revision + 1
+    else:
+        revision = state.revision
+        if cur and cur.sent and (send or cur.head != head):
+            raise KtopicError(f"v{revision} of {t.branch} was sent on {cur.sent}; pass --reroll "
+                              f"to mail v{revision + 1}", rel)
+    prev = state.revisions.get(revision - 1)
+    new = commits(git, start, head)
+    changes: list[str] = []
+    refs: list[tuple[str, str, str | None]] = []
+    rd, rd_note = "", ""
+    if prev:
+        old_head, how = revisions.find_commits(git, m.root, t.label, prev, gen.stacker)
+        old = None
+        keep = f"{revisions.KEEP}{t.label}/v{prev.number}"
+        if old_head and not git.ref(keep):
+            refs.append((keep, old_head, None))      # found or rebuilt: keep it
+        if old_head and git.rev_parse(prev.start):
+            old = commits(git, prev.start, old_head)
+            rd = git.run("range-diff", "--no-color", f"{prev.start}..{old_head}",
+                         f"{start}..{head}")
+        else:
+            rd_note = f"v{prev.number} ({prev.head[:12]}) cannot be found: {how}"
+            result_notes.append(f"no range-diff against v{prev.number}: {how}")
+        changes = changelog(old, new, prev, base, stack[len(stack) - own:] if own else [])
+        if prev.message_id and prev.sent:
+            changes.append(f"Link to v{prev.number}: https://lore.kernel.org/r/"
+                           f"{prev.message_id.strip('<>')}")
+    changes += list(notes or [])
+    history = [(revision, changes)] if revision > 1 else []
+    history += [(n, r.changes) for n, r in sorted(state.revisions.items(), reverse=True)
+                if n < revision and n > 1 and r.changes]
+    ci = cover.ci_lines(m.root / "out" / "report.json", t.branch, head, tree)
+    cin = cover.CoverInput(
+        subject=t.subject, body=t.body, branch=t.branch, head=head, tree=tree,
+        revision=revision, base_commit=base, depends=t.depends, carried=t.carried, ci=ci,
+        changelog=history, range_diff=rd, range_diff_note=rd_note,
+        previous=revision - 1 if prev else 0)
+    text = cover.render(m, cin)
+    word = cover.placeholder(cover.render(m, cover.CoverInput(**{**cin.__dict__, "range_diff": ""})))
+    if word or "EDITME" in text:
+        raise KtopicError(f"the cover letter of {t.branch} still holds placeholder text "
+                          f"{word or 'EDITME'!r} (a --changes note?)", m.display(), t.body_line)
+    extra, note = get_maintainers(git, start, head)
+    if note:
+        result_notes.append(f"recipients from the manifest only: {note}")
+    to, cc = merge_addresses(t.to, t.cc, extra)
+    if not to:
+        to, cc = cc[:1], cc[1:]
+    return Plan(m, t, git, state, revision, base, start, head, tree, count, text, to, cc,
+                changes, stack, own, result_notes, send, refs)
+
+
+# --- b4 in a sparse worktree ------------------------------------------------------
+
+def b4_env(plan: Plan, template: Path) -> dict:
+    name, addr = sender(plan.m)
+    config = {
+        "core.sparseCheckout": "true",
+        "core.editor": "true",
+        "user.name": name,
+        "user.email": addr,
+        "sendemail.from": f"{name} <{addr}>",
+        "b4.prep-cover-strategy": "commit",
+        "b4.prep-cover-template": str(template),
+    }
+    if not plan.send:
+        # b4 send -o without an SMTP server picks the web endpoint and then
+        # refuses --no-sign; a configured server keeps it on SMTP (nothing is
+        # sent with -o).
+        config["sendemail.smtpserver"] = "localhost"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+    n = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
+    for i, (k, v) in enumerate(config.items(), n):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = k, v
+    env["GIT_CONFIG_COUNT"] = str(n + len(config))
+    env["EDITOR"] = env["GIT_EDITOR"] = "true"     # b4 reads core.editor or $EDITOR
+    env["LC_ALL"] = "C"
+    return env
+
+
+class Worktree:
+    """A sparse worktree of the work repository on branch b4/<label>."""
+
+    def __init__(self, wd: Workdir, git: Git, label: str):
+        self.git = git
+        self.path = wd.path("mail-worktrees", label)
+        self.branch = f"b4/{label}"
+
+    def remove(self) -> None:
+        if self.path.exists():
+            self.git.try_run("worktree", "remove", "--force", str(self.path))
+            shutil.rmtree(self.path, ignore_errors=True)
+        self.git.try_run("worktree", "prune")
+
+    def create(self, head: str, env: dict) -> None:
+        self.remove()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.git.run("worktree", "add", "-q", "--no-checkout", "-f", "-B", self.branch,
+                     str(self.path), head)
+        gitdir = Path(self.run(["git", "rev-parse", "--absolute-git-dir"], env).strip())
+        (gitdir / "info").mkdir(exist_ok=True)
+        (gitdir / "info" / "sparse-checkout").write_text(SPARSE_NOTHING)
+        self.run(["git", "checkout", "-q"], env)
+
+    def run(self, argv: list[str], env: dict, input: str | None = None) -> str:
+        p = subprocess.run(argv, cwd=self.path, env=env, capture_output=True, text=True,
+                           input=input if input is not None else "")
+        if p.returncode != 0:
+            tail = (p.stderr.strip() or p.stdout.strip()).splitlines()[-3:]
+            raise Failure(f"{' '.join(argv[:3])} failed in {self.path}: " + " / ".join(tail))
+        return p.stdout + p.stderr
+
+
+def _tracking(message: str) -> tuple[str, dict]:
+    body, magic = message.split(MAGIC, 1)
+    return body, json.loads("{" + magic.split("{", 1)[1])
+
+
+def write_cover(plan: Plan, wt: Worktree, env: dict) -> str:
+    """Put the cover letter and our change-id/revision into b4's cover
+    commit; the commits after it are re-parented unchanged (same trees,
+    messages, authors, committers)."""
+    git = plan.git
+    ref = "refs/heads/" + wt.branch
+    tip = git.rev_parse(ref)
+    cover_commit = git.run("log", "--grep", MAGIC, "-F", "--format=%H", "-1", tip).strip()
+    if not cover_commit:
+        raise Failure(f"b4 prep made no cover commit on {wt.branch}")
+    raw = git.run("cat-file", "commit", cover_commit)
+    header, message = raw.split("\n\n", 1)
+    _, tracking = _tracking(message)
+    tracking.setdefault("series", {})
+    tracking["series"]["revision"] = plan.revision
+    tracking["series"]["change-id"] = plan.state.change_id
+    message = (plan.cover_text + "\n" + MAGIC + "\n"
+               "# This section is used internally by b4 prep for tracking purposes.\n"
+               + json.dumps(tracking, indent=2) + "\n")
+    new = git.run("hash-object", "-t", "commit", "-w", "--stdin",
+                  input=header + "\n\n" + message).strip()
+    for c in git.run("rev-list", "--reverse", f"{cover_commit}..{tip}").split():
+        raw = git.run("cat-file", "commit", c)
+        raw = re.sub(r"^parent [0-9a-f]+$", f"parent {new}", raw, count=1, flags=re.M)
+        new = git.run("hash-object", "-t", "commit", "-w", "--stdin", input=raw).strip()
+    if git.tree_of(new) != plan.tree:
+        raise Failure(f"b4's branch {wt.branch} does not hold the tree of {plan.t.branch}")
+    git.update_refs([(ref, new, tip)], "ktopic mail: cover letter")
+    return new
+
+
+@dataclass
+class Result:
+    plan: Plan
+    outdir: Path | None
+    files: list[Path]
+    b4_log: str
+    seconds: dict
+
+
+def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: bool = False,
+        reroll: bool = False, notes: list[str] | None = None) -> Result:
+    import time
+    times = {}
+    t0 = time.monotonic()
+    p = plan(m, wd, name, reroll=reroll, send=send, notes=notes)
+    times["plan"] = time.monotonic() - t0
+    wt = Worktree(wd, p.git, p.t.label)
+    outdir = None if send else Path(output) if output else p.outdir
+    tmp_out = None
+    log = ""
+    with tempfile.TemporaryDirectory(prefix="ktopic-b4-") as tmp:
+        template = Path(tmp, "cover-template")
+        b = m.base
+        template.write_text(COVER_TEMPLATE % {
+            "base": f"Debian {b.package} {b.debian_version} (upstream v{b.version})"})
+        env = b4_env(p, template)
+        try:
+            t1 = time.monotonic()
+            wt.create(p.head, env)
+            times["worktree"] = time.monotonic() - t1
+            t1 = time.monotonic()
+            log += wt.run(["b4", "prep", "-e", p.start], env)
+            write_cover(p, wt, env)
+            times["b4 prep"] = time.monotonic() - t1
+            args = ["b4", "send", "--to", *p.to]
+            if p.cc:
+                args += ["--cc", *p.cc]
+            if not (send and signing_key(p.git)):
+                args.append("--no-sign")
+            t1 = time.monotonic()
+            if send:
+                log += wt.run(args, env, input="\n")
+                cover_c = p.git.run("log", "--grep", MAGIC, "-F", "--format=%B", "-1",
+                                    "refs/heads/" + wt.branch)
+                hist = _tracking(cover_c)[1].get("series", {}).get("history", {})
+                msgid = (hist.get(f"v{p.revision}") or [""])[-1]
+            else:
+                outdir.parent.mkdir(parents=True, exist_ok=True)
+                tmp_out = outdir.with_name(f".{outdir.name}.{os.getpid()}.tmp")
+                shutil.rmtree(tmp_out, ignore_errors=True)
+                log += wt.run(args + ["-o", str(tmp_out)], env)
+                msgid = _message_id(sorted(tmp_out.glob("*.eml")))
+            times["b4 send"] = time.monotonic() - t1
+        except BaseException:
+            if tmp_out is not None:
+                shutil.rmtree(tmp_out, ignore_errors=True)
+            raise
+        finally:
+            wt.remove()
+    files: list[Path] = []
+    if tmp_out is not None:
+        if outdir.exists():
+            shutil.rmtree(outdir)
+        tmp_out.replace(outdir)
+        files = sorted(outdir.glob("*.eml"))
+    msgid = f"<{msgid.strip().strip('<>')}>" if msgid.strip() else ""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    st = p.state
+    st.revisions[p.revision] = revisions.Revision(
+        number=p.revision, head=p.head, start=p.start, tree=p.tree, base=p.base,
+        stack=p.stack, own=p.own, date=now, sent=now if send else "", message_id=msgid,
+        changes=p.changes)
+    st.revision = p.revision
+    keep = f"{revisions.KEEP}{p.t.label}/v{p.revision}"
+    old = p.git.ref(keep)
+    updates = list(p.refs) + ([(keep, p.head, old)] if old != p.head else [])
+    if updates:
+        p.git.update_refs(updates, f"ktopic mail: v{p.revision} of {p.t.branch}")
+    st.save()
+    times["total"] = time.monotonic() - t0
+    return Result(p, outdir, files, log, times)
+
+
+def _message_id(files: list[Path]) -> str:
+    if not files:
+        return ""
+    import email
+    with open(files[0], "rb") as f:
+        msg = email.message_from_binary_file(f)
+    return (msg.get("Message-Id") or "").strip()

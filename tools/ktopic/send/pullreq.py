@@ -1,0 +1,124 @@
+"""A pull request for the mailed revision of a topic or the integration branch.
+
+The revision must have been mailed (mail/<label>.yaml records it) and the
+branch must still be at that head.  An annotated tag
+``<series>/<label>-v<N>`` is made on it (GPG-signed with user.signingkey
+when one is configured); its message carries the per-topic summary, the
+base and the last CI results, and `git request-pull` against
+series.public-url turns it into the text to send.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ktopic.send import cover, revisions
+from ktopic.errors import KtopicError
+from ktopic.branches.generate import base_commit
+from ktopic.plumbing.gitutil import Git
+from ktopic.send.mail import line_of, sender, target
+from ktopic.model.manifest import Manifest
+from ktopic.model.workdir import Workdir
+
+
+@dataclass
+class Result:
+    tag: str
+    signed: bool
+    text: str
+    path: Path
+    warnings: list[str] = field(default_factory=list)
+
+
+def tag_message(m: Manifest, label: str, rev: revisions.Revision, git: Git) -> str:
+    t = target(m, label)
+    lines = [f"{t.subject} v{rev.number}", ""]
+    lines += cover.wrap(t.body)
+    lines += cover.section("Topics")
+    for tn in t.topics:
+        topic = m.topics[tn]
+        n = len(topic.patches)
+        lines += cover.wrap(f"{tn} ({topic.branch}, {n} patch{'es' if n != 1 else ''}): "
+                            f"{topic.description}", indent="  ", first="- ")
+        for c in topic.upstream + topic.superseded + topic.dropped:
+            lines += cover.wrap(f"not carried ({c.kind}): \"{c.subject}\": {c.where}",
+                                indent="    ", first="  ")
+    if t.depends:
+        lines += [""] + cover.wrap("Applies on top of " + ", ".join(t.depends) + ".")
+    lines += cover.section("Base")
+    lines += cover.base_lines(m, base_commit(git), mail=False)
+    lines += cover.section("CI results")
+    lines += cover.ci_lines(m.root / "out" / "report.json", t.branch, rev.head, rev.tree) or \
+        cover.wrap(f"No CI results for tree {rev.tree[:12]} yet.")
+    if rev.message_id:
+        lines += ["", f"Mailed as v{rev.number}: {rev.message_id}"]
+    # git tag strips lines starting with '#' (comments) in the default cleanup.
+    return "\n".join(" " + ln if ln.startswith("#") else ln for ln in lines).rstrip() + "\n"
+
+
+def run(m: Manifest, wd: Workdir, name: str) -> Result:
+    t = target(m, name)
+    who, addr = sender(m)
+    url = m.series.public_url
+    if not url:
+        raise KtopicError("series.public-url is not set: a pull request names where the "
+                          "branch is published", m.display(), line_of(m, "series"))
+    state = revisions.load(m.root, t.label)
+    rel = f"{revisions.STATE_DIR}/{t.label}.yaml"
+    if state is None or state.current is None:
+        raise KtopicError(f"{t.branch} is not enrolled: no revision of it was mailed "
+                          f"(run `ktopic mail {name}` first)", rel)
+    rev = state.current
+    if not (wd.git_dir / "HEAD").exists():
+        raise KtopicError(f"no work repository at {wd.git_dir}: run `ktopic import-base` first")
+    git = Git(wd.git_dir)
+    head = git.rev_parse(t.ref)
+    if head != rev.head:
+        raise KtopicError(f"{t.branch} is at {head[:12] if head else 'nothing'}, not at "
+                          f"{rev.head[:12]} which v{rev.number} mailed: mail it again "
+                          f"(--reroll) first", rel)
+    tag = f"{m.series.name}/{t.label}-v{rev.number}"
+    key = git.try_run("config", "--get", "user.signingkey").stdout.strip()
+    existing = git.ref(f"refs/tags/{tag}")
+    warnings: list[str] = []
+    if existing:
+        if git.rev_parse(f"refs/tags/{tag}") != rev.head:
+            raise KtopicError(f"tag {tag} exists and points elsewhere "
+                              f"({git.rev_parse('refs/tags/' + tag)[:12]})", rel)
+        kind = git.run("cat-file", "-t", existing).strip()
+        signed = kind == "tag" and "-----BEGIN PGP SIGNATURE-----" in \
+            git.run("cat-file", "tag", existing)
+        warnings.append(f"tag {tag} already existed; reused")
+    else:
+        env = {"GIT_COMMITTER_NAME": who, "GIT_COMMITTER_EMAIL": addr}
+        with tempfile.NamedTemporaryFile("w", prefix="ktopic-tag-", suffix=".txt",
+                                         delete=False) as f:
+            f.write(tag_message(m, t.label, rev, git))
+        try:
+            args = ["tag", "--cleanup=verbatim", "-F", f.name]
+            args += ["-s", "-u", key] if key else ["-a"]
+            git.run(*args, tag, rev.head, env=env)
+        finally:
+            os.unlink(f.name)
+        signed = bool(key)
+    p = git.try_run("request-pull", rev.start, url, tag)
+    if p.returncode != 0 and not p.stdout.strip():
+        raise KtopicError(f"git request-pull failed: {p.stderr.strip()}")
+    if p.returncode != 0:
+        warnings.append(f"the tag is not at {url} yet: `git -C {wd.git_dir} push {url} "
+                        f"tag {tag}` and run this again")
+    text = p.stdout
+    # request-pull names the URL after url.insteadOf rewriting; the request
+    # is for the public one.
+    resolved = git.try_run("ls-remote", "--get-url", url).stdout.strip()
+    if resolved and resolved != url:
+        text = text.replace(f"\n  {resolved} ", f"\n  {url} ", 1)
+    path = m.root / "out" / "pull" / f"{t.branch}-v{rev.number}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    return Result(tag, signed, text, path, warnings)
