@@ -18,7 +18,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from ktopic.kernel import boot as bootmod  # noqa: E402
 from ktopic.kernel import build as buildmod  # noqa: E402
-from ktopic.runner import runner as ci  # noqa: E402
+from ktopic.model import targets as T  # noqa: E402
+from ktopic.runner import cachekeys  # noqa: E402
+from ktopic.runner.options import Options  # noqa: E402
+from ktopic.runner.runner import Runner  # noqa: E402
 from ktopic.kernel import initramfs, ktap  # noqa: E402
 from ktopic.errors import KtopicError  # noqa: E402
 from ktopic.model.results import CACHED, FAIL, PASS  # noqa: E402
@@ -64,7 +67,7 @@ def test_targets_from_manifest(tmp_path):
         topic("fs", depends=["locking"], config=q / "configs/fs.config", programs=["tmpfile"],
               cmdline="x=1"),
         topic("compiler")])
-    ts = ci.targets_from_manifest(m, q)
+    ts = T.targets_from_manifest(m, q)
     assert [t.topic for t in ts] == ["base", "locking", "fs", "compiler", "integration"]
     by = {t.topic: t for t in ts}
     base_cfg = q / "configs/base.config"
@@ -73,17 +76,17 @@ def test_targets_from_manifest(tmp_path):
     assert by["fs"].fragments == [base_cfg, q / "configs/locking.config", q / "configs/fs.config"]
     assert by["integration"].kunit == ["six"] and by["integration"].programs == ["tmpfile"]
     assert by["integration"].modules == ["six_mod"] and by["integration"].cmdline == "x=1"
-    kasan = ci.targets_from_manifest(m, q, kasan=True)
+    kasan = T.targets_from_manifest(m, q, kasan=True)
     assert all(t.fragments[-1] == q / "configs/kasan.config" for t in kasan)
 
 
 def test_select(tmp_path):
-    ts = ci.targets_from_manifest(manifest(tmp_path, [topic("a"), topic("b")]), tmp_path)
-    assert [t.topic for t in ci.select(ts, [])] == ["base", "a", "b", "integration"]
-    assert [t.topic for t in ci.select(ts, ["topic/b"])] == ["base", "b"]
-    assert [t.topic for t in ci.select(ts, ["integration", "a"])] == ["base", "integration", "a"]
+    ts = T.targets_from_manifest(manifest(tmp_path, [topic("a"), topic("b")]), tmp_path)
+    assert [t.topic for t in T.select(ts, [])] == ["base", "a", "b", "integration"]
+    assert [t.topic for t in T.select(ts, ["topic/b"])] == ["base", "b"]
+    assert [t.topic for t in T.select(ts, ["integration", "a"])] == ["base", "integration", "a"]
     with pytest.raises(KtopicError, match="no topic or branch 'zz'"):
-        ci.select(ts, ["zz"])
+        T.select(ts, ["zz"])
 
 
 def test_keys_follow_inputs(tmp_path):
@@ -96,9 +99,9 @@ def test_keys_follow_inputs(tmp_path):
     (q / "tests/p.c").write_text("int main(){}\n")
 
     def keys(**kw):
-        t = ci.Target("topic/x", "x", [q / "configs/base.config"], programs=["p"], tree="t" * 40,
+        t = T.Target("topic/x", "x", [q / "configs/base.config"], programs=["p"], tree="t" * 40,
                       **kw)
-        ci.compute_keys(t, q, ci.Options())
+        cachekeys.compute_keys(t, q, Options())
         return t.build_key, t.key
     b0, k0 = keys()
     assert keys() == (b0, k0)
@@ -165,11 +168,11 @@ def world(tmp_path, monkeypatch, parser):  # noqa: F811
     wd = SimpleNamespace(root=root, git_dir=root / "linux.git")
 
     def runner(**opts):
-        o = ci.Options(accel="tcg", **opts)
-        return ci.Runner(wd, m, tmp_path / "out", o)
+        o = Options(accel="tcg", **opts)
+        return Runner(wd, m, tmp_path / "out", o)
 
     def targets(*names):
-        return ci.select(ci.targets_from_manifest(m, repo / "qemu"), list(names))
+        return T.select(T.targets_from_manifest(m, repo / "qemu"), list(names))
     return SimpleNamespace(runner=runner, targets=targets, consoles=consoles, calls=calls,
                            out=tmp_path / "out", root=root)
 

@@ -14,6 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
 from ktopic.model import manifest  # noqa: E402
+from ktopic.commands import cmd_pipeline  # noqa: E402
 from ktopic.report import gitlab as pipeline  # noqa: E402
 from ktopic.errors import Failure, KtopicError  # noqa: E402
 
@@ -142,7 +143,7 @@ def test_project_manifest():
 def parse(argv):
     p = argparse.ArgumentParser()
     p.add_argument("-m", "--manifest", type=Path, default=TINY)
-    pipeline.register(p.add_subparsers(dest="command"))
+    cmd_pipeline.register(p.add_subparsers(dest="command"))
     return p.parse_args(argv)
 
 

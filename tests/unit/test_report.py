@@ -15,6 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
+from ktopic.commands import cmd_report  # noqa: E402
 from ktopic.report import report  # noqa: E402
 from ktopic.errors import KtopicError  # noqa: E402
 from ktopic.model.results import (BranchResult, CaseResult, Finding, Report,  # noqa: E402
@@ -297,7 +298,7 @@ def test_live_table_on_a_terminal():
 def parse(argv):
     p = argparse.ArgumentParser()
     p.add_argument("-m", "--manifest", type=Path, default=None)
-    report.register(p.add_subparsers(dest="command"))
+    cmd_report.register(p.add_subparsers(dest="command"))
     return p.parse_args(argv)
 
 

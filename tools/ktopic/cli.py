@@ -22,16 +22,16 @@ COMMANDS = {
     "status": "commands.cmd_status",
     "export": "commands.cmd_export",
     "import-mbox": "commands.cmd_import_mbox",
-    "build": "kernel.build",
-    "boot": "kernel.boot",
-    "ci": "runner.runner",
-    "report": "report.report",
-    "pipeline": "report.gitlab",
+    "build": "commands.cmd_build",
+    "boot": "commands.cmd_boot",
+    "ci": "commands.cmd_ci",
+    "report": "commands.cmd_report",
+    "pipeline": "commands.cmd_pipeline",
     "check": "commands.cmd_check",
     "mail": "commands.cmd_mail",
     "pull-request": "commands.cmd_pull_request",
     "rebase": "commands.cmd_rebase",
-    "range-diff": "branches.rangediff",
+    "range-diff": "commands.cmd_range_diff",
 }
 
 REPO = Path(__file__).resolve().parents[2]

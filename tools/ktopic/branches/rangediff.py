@@ -8,23 +8,11 @@ only the topic's own patches are compared."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 from ktopic.model import manifest
 from ktopic.errors import Failure, KtopicError
 from ktopic.plumbing.gitutil import Git
 from ktopic.branches.rebase import BASES, OLD
-from ktopic.model.workdir import Workdir
-
-
-def register(sub) -> None:
-    p = sub.add_parser("range-diff", help="git range-diff of a topic between base versions",
-                       description=__doc__)
-    p.add_argument("topic", metavar="TOPIC")
-    p.add_argument("old_base", metavar="OLD_BASE", nargs="?",
-                   help="debian-version of the old base (default: the newest one kept)")
-    p.set_defaults(func=run)
 
 
 def _vkey(v: str) -> list:
@@ -69,15 +57,3 @@ def ranges(m: manifest.Manifest, git: Git, topic: str, old_base: str | None) -> 
                       lambda b: git.ref(f"{OLD}{old_base}/{b}"))
     new_start = start(git.ref("refs/heads/base"), new_head, lambda b: git.ref("refs/heads/" + b))
     return f"{old_start}..{old_head}", f"{new_start}..{new_head}"
-
-
-def run(args) -> int:
-    m = manifest.load(args.manifest)
-    git = Git(Workdir(args.workdir).git_dir)
-    old, new = ranges(m, git, args.topic, args.old_base)
-    colour = "--color" if sys.stdout.isatty() else "--no-color"
-    p = subprocess.run(["git", "range-diff", colour, old, new], env=git._env(None),
-                       stdout=sys.stdout if sys.stdout.isatty() else subprocess.PIPE, text=True)
-    if p.stdout:
-        sys.stdout.write(p.stdout)
-    return 0 if p.returncode == 0 else 1

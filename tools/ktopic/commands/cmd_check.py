@@ -8,6 +8,10 @@ import json
 import os
 import sys
 from pathlib import Path
+from ktopic.errors import Failure
+from ktopic.gates import check
+from ktopic.model import manifest
+from ktopic.model.workdir import Workdir
 
 
 def register(sub) -> None:
@@ -32,13 +36,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ktopic.gates import check
-    from ktopic.model import manifest
-    from ktopic.model.workdir import Workdir
     m = manifest.load(args.manifest)
     wd = Workdir(args.workdir)
     if not wd.git_dir.is_dir():
-        from ktopic.errors import Failure
         raise Failure(f"no work repository at {wd.git_dir}: run `ktopic import-base` "
                       "(and `ktopic generate` for --bisect/--warnings) first")
     opts = check.Options(strict_all=args.strict, codespell=not args.no_codespell,

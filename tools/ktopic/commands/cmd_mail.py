@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ktopic.model import manifest
 from ktopic.model.workdir import Workdir
+from ktopic.send import mail
 
 
 def register(sub) -> None:
@@ -32,7 +33,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ktopic.send import mail
     m = manifest.load(args.manifest)
     m.check_series_name(args.name)
     wd = Workdir(args.workdir)

@@ -8,6 +8,7 @@ import sys
 
 from ktopic.model import manifest
 from ktopic.model.workdir import Workdir
+from ktopic.send import pullreq
 
 
 def register(sub) -> None:
@@ -18,7 +19,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ktopic.send import pullreq
     m = manifest.load(args.manifest)
     m.check_series_name(args.name)
     wd = Workdir(args.workdir)

@@ -14,6 +14,7 @@ from pathlib import Path
 from ktopic.model import manifest
 from ktopic.errors import KtopicError
 from ktopic.model.workdir import Workdir
+from ktopic.branches.rebase import Rebase, conflict_help
 
 COLOURS = {"applied": "green", "3-way": "cyan", "upstream": "blue", "resolved": "cyan",
            "conflict": "red", "waiting": "yellow", "failed": "red", "done": "green"}
@@ -37,7 +38,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ktopic.branches.rebase import Rebase, conflict_help
     m = manifest.load(args.manifest)
     wd = Workdir(args.workdir)
     with wd.lock():

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ktopic.kernel import build as buildmod
 from ktopic.model import results as R
+from ktopic.model.targets import targets_from_manifest
 from ktopic.errors import Failure
 
 INTEGRATION = "integration"
@@ -125,9 +126,8 @@ def _git(git_dir: Path, *args: str) -> str:
 
 def plan(m, wd, topic: str) -> Plan:
     """The commits of a topic (or of the integration branch) and their build."""
-    from ktopic.runner import runner as ci
     git_dir = Path(wd.git_dir)
-    targets = ci.targets_from_manifest(m, Path(m.root) / "qemu")
+    targets = targets_from_manifest(m, Path(m.root) / "qemu")
     want = INTEGRATION if topic == INTEGRATION else topic
     target = next(t for t in targets if t.topic == want)
     p = Plan(topic, target.branch, fragments=target.fragments,

@@ -29,9 +29,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ktopic.gates import bisectable as bs
 from ktopic.gates import checkpatch as cp
 from ktopic.gates import hygiene as hy
+from ktopic.gates import new_warnings as wn
+from ktopic.gates.gatecache import GateCache
 from ktopic.model import results as R
+from ktopic.model.results import branch_dir
+from ktopic.plumbing.patchfile import parse
 from ktopic.errors import KtopicError
 
 INTEGRATION = "integration"
@@ -201,7 +206,6 @@ def check_topics(m, wd, names: list[str], opts: Options | None = None,
     """Run the gates on the named topics (all when empty).  With opts.bisect
     or opts.warnings the work directory's lock is taken for the topics that
     the gate cache does not answer (gatecache.py)."""
-    from ktopic.plumbing.patchfile import parse
     opts = opts or Options()
     t0 = time.monotonic()
     names = resolve_names(m, names)
@@ -280,8 +284,6 @@ def _build_gates(m, wd, verdicts: list[TopicVerdict], opts: Options, log) -> Non
     start, head, config and toolchain are unchanged is not walked again,
     and costs no lock either; the lock is taken only when something is
     built (re-entrant: ci already holds it)."""
-    from ktopic.gates import bisectable as bs
-    from ktopic.gates.gatecache import GateCache
     gates = [g for g, on in (("bisect", opts.bisect), ("warnings", opts.warnings)) if on]
     cache = GateCache(wd)
     todo = []
@@ -315,8 +317,6 @@ def _from_cache(tv: TopicVerdict, plan, cache, gates: list[str], log) -> bool:
 
 def _walk(plan, wd, tv: TopicVerdict, cache, opts: Options, log) -> None:
     """Run the requested gates that the cache does not answer; store what passes."""
-    from ktopic.gates import bisectable as bs
-    from ktopic.gates import new_warnings as wn
     if plan.error:
         if opts.bisect:
             tv.bisect = bs.BisectResult(ok=False, error=plan.error)
@@ -430,7 +430,6 @@ def check_branch(manifest, workdir, topic: str, out_dir: Path | None = None,
     lines = render(tv)
     log = ""
     if out_dir is not None:
-        from ktopic.report.report import branch_dir
         d = Path(out_dir) / branch_dir(tv.branch)
         d.mkdir(parents=True, exist_ok=True)
         tmp = d / f".check.log.{os.getpid()}"

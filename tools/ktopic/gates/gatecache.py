@@ -32,6 +32,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ktopic.gates import bisectable as bs
+from ktopic.gates import new_warnings as wn
 from ktopic.kernel import kconfig
 
 # Version of the stored format: part of every key.
@@ -120,8 +122,6 @@ class GateCache:
     def load(self, gate: str, plan):
         """The stored verdict (a BisectResult or WarningsResult, marked
         cached), or None."""
-        from ktopic.gates import bisectable as bs
-        from ktopic.gates import new_warnings as wn
         if plan.error:
             return None
         try:

@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ktopic.gates.bisectable import build_commit
 from ktopic.kernel import build as buildmod
 from ktopic.kernel import kconfig
 from ktopic.model import results as R
@@ -177,7 +178,6 @@ def collect(plan, wd, at: str, jobs: int = 0, log=None) -> Collected:
     if not (out / ".config").is_file():
         # A directory never built: build the commit first (seeded from the
         # base's build by build.build), which configures and prepares it.
-        from ktopic.gates.bisectable import build_commit
         build_commit(plan, wd, commit, None, jobs)
     wt.checkout(commit)
     # Configure at both ends.  The topic's own options may not exist at its

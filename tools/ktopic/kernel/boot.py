@@ -26,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from ktopic.kernel import qkvm
 
 QEMU = "qemu-system-x86_64"
 DONE_MARK = b"ktopic-init: done"
@@ -91,7 +92,6 @@ class Host:
             if self.forced != "auto":
                 self._accel = (self.forced, f"{self.forced} (forced)")
             else:
-                from ktopic.kernel import qkvm
                 p = qkvm.probe(self.root)
                 self._accel = (p.accel, p.reason)
         return self._accel
@@ -245,14 +245,3 @@ def boot(req: BootRequest) -> BootResult:
     return BootResult(status=status, seconds=time.monotonic() - t0, console=req.console,
                       command=shlex.join(cmd), returncode=rc if rc is not None else p.returncode,
                       message=message, qemu_stderr=errs[-20:])
-
-
-def register(sub) -> None:
-    from ktopic.runner import runner as ci
-    p = sub.add_parser("boot", help="build if needed, boot in QEMU, scan the console, parse KTAP",
-                       description="Boot each named branch (or --all) in QEMU with its "
-                       "initramfs; the console goes to out/<branch>/console.log.  The base "
-                       "is booted too (cached) to tell the base's findings from the branch's.")
-    ci.add_branch_args(p)
-    ci.add_common(p)
-    p.set_defaults(func=lambda args: ci.run_boot(args))

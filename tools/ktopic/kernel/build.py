@@ -390,17 +390,6 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
     return res
 
 
-def register(sub) -> None:
-    from ktopic.runner import runner as ci
-    p = sub.add_parser("build", help="build branches' kernels and test modules",
-                       description="Build each named branch (or --all) in an O= directory "
-                       "of the work directory, with ccache; each distinct tree and "
-                       "config once.  Fails when changed code was never compiled.")
-    ci.add_branch_args(p)
-    ci.add_common(p, boot_opts=False)
-    p.set_defaults(func=lambda args: ci.run_build(args))
-
-
 def main(argv: list[str]) -> int:
     """Development entry: build.py ROOT GIT_DIR COMMIT NAME FRAGMENT... (no manifest)."""
     root, git_dir, commit, name, *frags = argv

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,3 +119,19 @@ def branch_from_dict(d: dict) -> BranchResult:
 def report_from_dict(d: dict) -> Report:
     return Report(base_version=d["base_version"],
                   branches=[branch_from_dict(b) for b in d.get("branches", [])])
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def branch_dir(branch: str) -> str:
+    """The one path component under out/ that holds a branch's files.
+
+    ``/`` (and anything else that is not a plain file-name character) becomes
+    ``_``; the result never starts with a dot.  The mapping is deterministic
+    and is used by every stage that writes per-branch files.
+    """
+    name = _UNSAFE.sub("_", branch).strip("_") or "_"
+    if name.startswith("."):
+        name = "_" + name
+    return name

@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ktopic.model import results as R
-from ktopic.model.results import CACHED, CRASH, FAIL, PASS, SKIP, STAGES
+from ktopic.model.results import CACHED, CRASH, FAIL, PASS, SKIP, STAGES, branch_dir
 
 from ktopic.errors import KtopicError
 
@@ -52,22 +52,6 @@ LEGEND = (
 
 
 # ---------------------------------------------------------------- helpers
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
-
-
-def branch_dir(branch: str) -> str:
-    """The one path component under out/ that holds a branch's files.
-
-    ``/`` (and anything else that is not a plain file-name character) becomes
-    ``_``; the result never starts with a dot.  The mapping is deterministic
-    and is used by every stage that writes per-branch files.
-    """
-    name = _UNSAFE.sub("_", branch).strip("_") or "_"
-    if name.startswith("."):
-        name = "_" + name
-    return name
-
 
 def _branch_dirs(report: R.Report) -> dict[str, str]:
     """branch -> directory name, checking that no two branches collide."""
@@ -714,41 +698,3 @@ class LiveTable:
                 line = f"[{took:7.1f}s] {branch}: {stage} {status}" + \
                     (f" ({summary})" if summary else "")
                 self.console.print(line, markup=False, highlight=False, soft_wrap=True)
-
-
-# -------------------------------------------------------------------- CLI
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "report", help="re-render the terminal table, HTML and JUnit from out/report.json",
-        description="Re-render the results of the last `ktopic ci` run from its "
-        "report.json: print the table, and write index.html and the JUnit XML "
-        "files beside it.  With neither --html nor --junit, both are written.")
-    p.add_argument("--json", metavar="PATH", type=Path, default=None,
-                   help=f"report to read (default: {DEFAULT_OUT / REPORT_NAME} beside the "
-                   "manifest)")
-    p.add_argument("--html", action="store_true", help=f"write {HTML_NAME}")
-    p.add_argument("--junit", action="store_true",
-                   help=f"write <branch>/{JUNIT_NAME} for each branch")
-    p.add_argument("--out", metavar="DIR", type=Path, default=None,
-                   help="where to write (default: the directory of the report)")
-    p.set_defaults(func=run)
-
-
-def default_out(args) -> Path:
-    """out/ of the checkout: beside the manifest (the repository root)."""
-    m = getattr(args, "manifest", None)
-    return Path(m).resolve().parent / DEFAULT_OUT if m else DEFAULT_OUT
-
-
-def run(args) -> int:
-    path = args.json or default_out(args) / REPORT_NAME
-    out_dir = args.out or path.parent
-    report = load_json(path)
-    both = not args.html and not args.junit
-    if args.junit or both:
-        write_junit(report, out_dir)
-    if args.html or both:
-        write_html(report, out_dir)
-    print_report(report)
-    return 0

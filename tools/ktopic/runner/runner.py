@@ -1,4 +1,6 @@
-"""ktopic ci: build, boot and test every topic branch and the integration branch.
+"""The runner: build, boot and test branches one after another (the stages
+of `ktopic ci`, `build` and `boot`).  Takes Targets and Options, gives a
+BranchResult per target.
 
 For each branch (from the manifest, in dependency order, the integration
 branch last; the base first, for reference):
@@ -29,148 +31,28 @@ and out/index.html.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from ktopic.errors import Failure
+from ktopic.gates import check
 from ktopic.kernel import boot as bootmod
 from ktopic.kernel import build as buildmod
 from ktopic.kernel import console_scan, initramfs, kconfig, ktap
 from ktopic.model import results as R
-from ktopic.errors import Failure, KtopicError
 from ktopic.model.results import CACHED, FAIL, PASS, SKIP
+from ktopic.model.targets import BASE, Target, select, targets_from_manifest
+from ktopic.plumbing.gitutil import Git
+from ktopic.report import report as rep
+from ktopic.runner.cachekeys import compute_keys
+from ktopic.runner.options import Options
 
-BASE = "base"
-INTEGRATION = "integration"
 CI_STAGES = ("generate", "check", "build", "boot", "test")
 # Findings that make the boot stage fail (the rest belong to the test stage).
 TEST_KINDS = {"missing_suite", "failed_case"}
-# Version of the result format and of the rules that produce it: part of the cache key.
-RESULT_VERSION = "1"
-TOOL_FILES = ("kernel/build.py", "kernel/boot.py", "runner/runner.py", "kernel/console_scan.py",
-              "kernel/initramfs.py", "kernel/qkvm.py", "kernel/kconfig.py", "kernel/ktap.py",
-              "model/results.py")
 
-
-@dataclass
-class Options:
-    smp: int = 2
-    memory: str = "1G"
-    accel: str = "auto"              # auto | kvm | tcg
-    timeout: float = 120.0           # reference seconds, scaled by machine speed
-    silence: float = 30.0            # reference seconds, scaled by machine speed
-    kasan: bool = False
-    use_cache: bool = True
-    base_cache: bool = True          # the base's result may come from the cache
-    jobs: int = 0
-    progress: bool = True
-    check: bool = False              # run the patch gates (ktopic check) as a stage
-
-
-@dataclass
-class Target:
-    """One branch to test and what testing it means."""
-    branch: str                      # branch name (refs/heads/<branch>)
-    topic: str                       # topic name, "integration" or "base"
-    fragments: list[Path]
-    kunit: list[str] = field(default_factory=list)
-    modules: list[str] = field(default_factory=list)
-    programs: list[str] = field(default_factory=list)
-    cmdline: str = ""
-    commit: str = ""
-    tree: str = ""
-    base_commit: str = ""
-    build_key: str = ""
-    key: str = ""
-
-    @property
-    def ref(self) -> str:
-        return f"refs/heads/{self.branch}"
-
-
-def _uniq(items):
-    out = []
-    for x in items:
-        if x not in out:
-            out.append(x)
-    return out
-
-
-def targets_from_manifest(m, qemu_dir: Path, kasan: bool = False) -> list[Target]:
-    """The base, every topic in dependency order, then the integration branch."""
-    base_cfg = qemu_dir / "configs" / "base.config"
-    extra = [qemu_dir / "configs" / "kasan.config"] if kasan else []
-    out = [Target(BASE, BASE, [base_cfg, *extra])]
-    for name in m.order:
-        t = m.topics[name]
-        # A topic is tested with its dependencies' code: their fragments too.
-        chain = [m.topics[d] for d in m.closure(name)] + [t]
-        frags = _uniq([c.config for c in chain if c.config])
-        out.append(Target(t.branch, name, [base_cfg, *frags, *extra], kunit=list(t.kunit),
-                          modules=list(t.modules), programs=list(t.programs),
-                          cmdline=t.cmdline))
-    ts = [m.topics[n] for n in m.integration.topics]
-    out.append(Target(m.integration.branch, INTEGRATION,
-                      [base_cfg, *_uniq([t.config for t in ts if t.config]), *extra],
-                      kunit=_uniq(k for t in ts for k in t.kunit),
-                      modules=_uniq(x for t in ts for x in t.modules),
-                      programs=_uniq(x for t in ts for x in t.programs),
-                      cmdline=" ".join(_uniq(t.cmdline for t in ts if t.cmdline))))
-    return out
-
-
-def select(targets: list[Target], names: list[str]) -> list[Target]:
-    """Targets named by topic or branch name ("base" and "integration" too);
-    all of them when no name is given.  The base always stays (reference)."""
-    if not names:
-        return targets
-    want = []
-    for n in names:
-        hit = [t for t in targets if n in (t.branch, t.topic)]
-        if not hit:
-            raise KtopicError(f"no topic or branch {n!r} (known: "
-                              f"{', '.join(t.topic for t in targets)})")
-        want.extend(h for h in hit if h not in want)
-    base = [t for t in targets if t.topic == BASE]
-    return base + [t for t in want if t.topic != BASE]
-
-
-def _hash(*parts) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(json.dumps(p, sort_keys=True, default=str).encode())
-        h.update(b"\0")
-    return h.hexdigest()[:16]
-
-
-def _files_hash(paths: list[Path]) -> list[tuple[str, str]]:
-    out = []
-    for p in paths:
-        files = sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else [p]
-        for f in files:
-            out.append((str(f.relative_to(p.parent)), hashlib.sha256(f.read_bytes()).hexdigest()))
-    return out
-
-
-def compute_keys(t: Target, qemu_dir: Path, opts: Options) -> None:
-    """Build key: what the kernel and modules are made from.  Result key:
-    that, plus everything the boot and the checks depend on."""
-    mods = [qemu_dir / "modules" / m for m in t.modules]
-    progs = [qemu_dir / "tests" / f"{p}.c" for p in t.programs]
-    tool = Path(__file__).parents[1]
-    t.build_key = _hash(t.tree, kconfig.fragment_hash(t.fragments))
-    t.key = _hash(RESULT_VERSION, t.build_key, _files_hash(mods), _files_hash(progs),
-                  _files_hash([qemu_dir / "init", qemu_dir / "allowlist.yaml"]
-                              if (qemu_dir / "allowlist.yaml").exists() else [qemu_dir / "init"]),
-                  t.cmdline, t.kunit, t.programs, t.modules, opts.smp, opts.memory,
-                  opts.kasan, t.base_commit,
-                  _files_hash([tool / f for f in TOOL_FILES if (tool / f).exists()]))
-
-
-# ------------------------------------------------------------------ runner
 
 class Runner:
     """Runs targets one after another in a locked work directory."""
@@ -196,8 +78,7 @@ class Runner:
             self.live.update(t.branch, stage, status, summary)
 
     def out(self, t: Target) -> Path:
-        from ktopic.report.report import branch_dir
-        d = self.out_dir / branch_dir(t.branch)
+        d = self.out_dir / rep.branch_dir(t.branch)
         d.mkdir(parents=True, exist_ok=True)
         return d
 
@@ -205,7 +86,6 @@ class Runner:
         return str(p.relative_to(self.out_dir))
 
     def resolve(self, t: Target) -> bool:
-        from ktopic.plumbing.gitutil import Git
         g = Git(self.git_dir)
         commit = g.rev_parse(t.ref)
         if not commit:
@@ -224,7 +104,6 @@ class Runner:
             return br
         # The gates have their own cache (by patch content), so they run on
         # every pass, after generate, whether or not the rest was cached.
-        from ktopic.gates import check
         st, details = check.check_branch(self.m, self.wd, t.topic, self.out_dir)
         self.note(t, "check", st.status, st.summary)
         br = R.branch_from_dict(dataclasses.asdict(br))
@@ -282,8 +161,7 @@ class Runner:
         return copy
 
     def _copy_outputs(self, from_branch: str, t: Target) -> None:
-        from ktopic.report.report import branch_dir
-        src = self.out_dir / branch_dir(from_branch)
+        src = self.out_dir / rep.branch_dir(from_branch)
         dst = self.out(t)
         for name in ("console.log", "build.log", "config"):
             if (src / name).is_file() and src != dst:
@@ -502,47 +380,9 @@ class Runner:
         return br
 
 
-def _workdir(args):
-    from ktopic.model.workdir import Workdir
-    return Workdir(args.workdir)
-
-
-def _manifest(args):
-    from ktopic.model import manifest
-    return manifest.load(args.manifest)
-
-
-def options_from_args(args) -> Options:
-    no_cache = getattr(args, "no_cache", False)
-    return Options(smp=args.smp, memory=args.memory, accel=args.accel, timeout=args.timeout,
-                   silence=args.silence, kasan=args.kasan, use_cache=not no_cache,
-                   base_cache=not no_cache, jobs=args.jobs,
-                   check=not getattr(args, "no_check", True))
-
-
-def add_common(p, boot_opts: bool = True) -> None:
-    p.add_argument("--kasan", action="store_true",
-                   help="add qemu/configs/kasan.config (slower; separate build directories)")
-    p.add_argument("-j", "--jobs", type=int, default=0, help="make -j (default: nproc)")
-    if boot_opts:
-        p.add_argument("--smp", type=int, default=2, help="guest CPUs (default: %(default)s)")
-        p.add_argument("--memory", default="1G", help="guest memory (default: %(default)s)")
-        p.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto",
-                       help="auto: KVM only if the probe shows it works (default)")
-        p.add_argument("--timeout", type=float, default=120.0,
-                       help="overall boot time-out in reference seconds, scaled by the "
-                            "measured machine speed (default: %(default)s)")
-        p.add_argument("--silence", type=float, default=30.0,
-                       help="longest console silence in reference seconds, scaled "
-                            "(default: %(default)s)")
-
-
-def run_targets(args, names: list[str], write_report: bool, use_live: bool) -> R.Report:
-    from ktopic.report import report as rep
-    m = _manifest(args)
-    wd = _workdir(args)
-    opts = options_from_args(args)
-    out_dir = Path(getattr(args, "out", None) or Path(m.root) / "out")
+def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_report: bool,
+                use_live: bool) -> R.Report:
+    """Run the named targets (all when empty) under the work directory's lock."""
     targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan), names)
     report = R.Report(base_version=m.base.version)
     with wd.lock():
@@ -566,106 +406,3 @@ class _Null:
 
     def __exit__(self, *exc):
         return False
-
-
-# --------------------------------------------------------------------- CLI
-
-def register(sub) -> None:
-    p = sub.add_parser("ci", help="build, boot and test branches; write out/report.json",
-                       description=__doc__.split("\n\n")[0])
-    p.add_argument("branches", nargs="*", metavar="BRANCH",
-                   help="topic or branch names (default: every topic and the integration branch)")
-    p.add_argument("--no-cache", action="store_true", help="ignore cached results")
-    p.add_argument("--no-check", action="store_true",
-                   help="skip the patch gates (ktopic check) stage")
-    p.add_argument("-o", "--out", type=Path, default=None,
-                   help="output directory (default: out/ beside the manifest)")
-    add_common(p)
-    p.set_defaults(func=run)
-
-
-def run(args) -> int:
-    from ktopic.report import report as rep
-    report = run_targets(args, args.branches, write_report=True, use_live=True)
-    print()
-    rep.print_report(report)
-    return 0 if report.ok else 1
-
-
-# ------------------------------------------------- ktopic build / ktopic boot
-
-def _names(args) -> list[str]:
-    if args.all and args.branches:
-        raise KtopicError("give branch names or --all, not both")
-    if not args.all and not args.branches:
-        raise KtopicError("name a topic or branch, or give --all")
-    return [] if args.all else args.branches
-
-
-def run_build(args) -> int:
-    """ktopic build BRANCH|--all: build only, with a progress bar."""
-    m = _manifest(args)
-    wd = _workdir(args)
-    names = _names(args)
-    targets = targets_from_manifest(m, Path(m.root) / "qemu", args.kasan)
-    targets = [t for t in select(targets, names) if names or t.topic != BASE]
-    if names and BASE not in names:
-        targets = [t for t in targets if t.topic != BASE]
-    opts = Options(kasan=args.kasan, jobs=args.jobs)
-    bad = 0
-    with wd.lock():
-        runner = Runner(wd, m, Path(m.root) / "out", opts)
-        for t in targets:
-            if not runner.resolve(t):
-                print(f"{t.branch}: no such branch in {wd.git_dir} (run ktopic generate)")
-                bad += 1
-                continue
-            if t.build_key in runner.builds:
-                first, res = runner.builds[t.build_key]
-                print(f"{t.branch}: same tree and config as {first}: "
-                      f"{'ok' if res.ok else 'FAILED'}")
-                bad += not res.ok
-                continue
-            br = R.BranchResult(branch=t.branch, topic=t.topic)
-            res = runner._build(t, br)
-            if res is None or not res.ok:
-                bad += 1
-                print(f"{t.branch}: FAILED: {br.stages[-1].summary}")
-                for f in br.findings:
-                    for line in f.lines[:20]:
-                        print(f"    {line}")
-            else:
-                print(f"{t.branch}: ok in {res.seconds:.1f}s ({res.out})")
-    return 1 if bad else 0
-
-
-def run_boot(args) -> int:
-    """ktopic boot BRANCH|--all: build if needed, boot, scan, parse (no result cache)."""
-    from ktopic.report import report as rep
-    names = _names(args)
-    args.no_cache = False
-    args.out = None
-    m = _manifest(args)
-    wd = _workdir(args)
-    opts = options_from_args(args)
-    opts.use_cache = False
-    out_dir = Path(m.root) / "out"
-    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan), names)
-    report = R.Report(base_version=m.base.version)
-    with wd.lock():
-        runner = Runner(wd, m, out_dir, opts)
-        for t in targets:
-            br = runner.run(t)
-            report.branches.append(br)
-            st = br.stage("boot")
-            print(f"{t.branch}: boot {st.status if st else 'not run'}"
-                  f"{' (' + st.summary + ')' if st and st.summary else ''}; "
-                  f"console: {out_dir / rep.branch_dir(t.branch) / 'console.log'}")
-    rep.print_report(report)
-    return 0 if report.ok else 1
-
-
-def add_branch_args(p) -> None:
-    p.add_argument("branches", nargs="*", metavar="BRANCH", help="topic or branch names")
-    p.add_argument("--all", action="store_true",
-                   help="every topic and the integration branch")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ktopic.model.manifest import Carried, Manifest
+from ktopic.model import results as R
 
 # Words that mark a cover letter nobody finished (b4 refuses EDITME itself).
 PLACEHOLDER = re.compile(r"\b(EDITME|FIXME|TBD|XXX)\b")
@@ -136,7 +137,6 @@ def ci_lines(report_path: Path, branch: str, head: str, tree: str) -> list[str]:
     """The CI results of this very tree, from out/report.json, as lines."""
     if not report_path.exists():
         return []
-    from ktopic.model import results as R
     try:
         rep = R.Report.from_json(report_path.read_text())
     except (ValueError, KeyError, TypeError):

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ktopic.errors import KtopicError
 from ktopic.plumbing.gitutil import Git
+from ktopic.plumbing.patchfile import parse
 
 STATE_DIR = "mail"
 KEEP = "refs/ktopic/mail/"
@@ -136,7 +137,6 @@ def find_commits(git: Git, root: Path, label: str, rev: Revision, stacker=None) 
         return None, f"its base {rev.base[:12]} is not in the work repository"
     if stacker is None or not rev.stack:
         return None, "its commits are not in the work repository"
-    from ktopic.plumbing.patchfile import parse
     with tempfile.TemporaryDirectory(prefix="ktopic-oldrev-") as tmp:
         patches = []
         for i, entry in enumerate(rev.stack):

@@ -1,0 +1,58 @@
+"""ktopic build: build branches' kernels and test modules only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ktopic.commands import common
+from ktopic.model import results as R
+from ktopic.model.targets import BASE, select, targets_from_manifest
+from ktopic.runner.options import Options
+from ktopic.runner.runner import Runner
+
+
+def run_build(args) -> int:
+    """ktopic build BRANCH|--all: build only, with a progress bar."""
+    m = common._manifest(args)
+    wd = common._workdir(args)
+    names = common._names(args)
+    targets = targets_from_manifest(m, Path(m.root) / "qemu", args.kasan)
+    targets = [t for t in select(targets, names) if names or t.topic != BASE]
+    if names and BASE not in names:
+        targets = [t for t in targets if t.topic != BASE]
+    opts = Options(kasan=args.kasan, jobs=args.jobs)
+    bad = 0
+    with wd.lock():
+        runner = Runner(wd, m, Path(m.root) / "out", opts)
+        for t in targets:
+            if not runner.resolve(t):
+                print(f"{t.branch}: no such branch in {wd.git_dir} (run ktopic generate)")
+                bad += 1
+                continue
+            if t.build_key in runner.builds:
+                first, res = runner.builds[t.build_key]
+                print(f"{t.branch}: same tree and config as {first}: "
+                      f"{'ok' if res.ok else 'FAILED'}")
+                bad += not res.ok
+                continue
+            br = R.BranchResult(branch=t.branch, topic=t.topic)
+            res = runner._build(t, br)
+            if res is None or not res.ok:
+                bad += 1
+                print(f"{t.branch}: FAILED: {br.stages[-1].summary}")
+                for f in br.findings:
+                    for line in f.lines[:20]:
+                        print(f"    {line}")
+            else:
+                print(f"{t.branch}: ok in {res.seconds:.1f}s ({res.out})")
+    return 1 if bad else 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("build", help="build branches' kernels and test modules",
+                       description="Build each named branch (or --all) in an O= directory "
+                       "of the work directory, with ccache; each distinct tree and "
+                       "config once.  Fails when changed code was never compiled.")
+    common.add_branch_args(p)
+    common.add_common(p, boot_opts=False)
+    p.set_defaults(func=run_build)

@@ -1,0 +1,34 @@
+"""ktopic ci: build, boot and test branches; write out/report.json (see
+ktopic.runner.runner for the stages and docs/ci.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ktopic.commands import common
+from ktopic.report import report as rep
+from ktopic.runner.runner import run_targets
+
+
+def register(sub) -> None:
+    p = sub.add_parser("ci", help="build, boot and test branches; write out/report.json",
+                       description="Build, boot and test every topic branch and the integration branch.")
+    p.add_argument("branches", nargs="*", metavar="BRANCH",
+                   help="topic or branch names (default: every topic and the integration branch)")
+    p.add_argument("--no-cache", action="store_true", help="ignore cached results")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the patch gates (ktopic check) stage")
+    p.add_argument("-o", "--out", type=Path, default=None,
+                   help="output directory (default: out/ beside the manifest)")
+    common.add_common(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    m = common._manifest(args)
+    out_dir = Path(args.out or Path(m.root) / "out")
+    report = run_targets(m, common._workdir(args), common.options_from_args(args), args.branches,
+                         out_dir, write_report=True, use_live=True)
+    print()
+    rep.print_report(report)
+    return 0 if report.ok else 1

@@ -1,0 +1,57 @@
+"""What the commands that build and boot share: the work directory and
+manifest from the global options, the run options from the command line,
+and the arguments that name branches."""
+
+from __future__ import annotations
+
+from ktopic.errors import KtopicError
+from ktopic.model import manifest
+from ktopic.model.workdir import Workdir
+from ktopic.runner.options import Options
+
+
+def _workdir(args):
+    return Workdir(args.workdir)
+
+
+def _manifest(args):
+    return manifest.load(args.manifest)
+
+
+def options_from_args(args) -> Options:
+    no_cache = getattr(args, "no_cache", False)
+    return Options(smp=args.smp, memory=args.memory, accel=args.accel, timeout=args.timeout,
+                   silence=args.silence, kasan=args.kasan, use_cache=not no_cache,
+                   base_cache=not no_cache, jobs=args.jobs,
+                   check=not getattr(args, "no_check", True))
+
+
+def add_common(p, boot_opts: bool = True) -> None:
+    p.add_argument("--kasan", action="store_true",
+                   help="add qemu/configs/kasan.config (slower; separate build directories)")
+    p.add_argument("-j", "--jobs", type=int, default=0, help="make -j (default: nproc)")
+    if boot_opts:
+        p.add_argument("--smp", type=int, default=2, help="guest CPUs (default: %(default)s)")
+        p.add_argument("--memory", default="1G", help="guest memory (default: %(default)s)")
+        p.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto",
+                       help="auto: KVM only if the probe shows it works (default)")
+        p.add_argument("--timeout", type=float, default=120.0,
+                       help="overall boot time-out in reference seconds, scaled by the "
+                            "measured machine speed (default: %(default)s)")
+        p.add_argument("--silence", type=float, default=30.0,
+                       help="longest console silence in reference seconds, scaled "
+                            "(default: %(default)s)")
+
+
+def add_branch_args(p) -> None:
+    p.add_argument("branches", nargs="*", metavar="BRANCH", help="topic or branch names")
+    p.add_argument("--all", action="store_true",
+                   help="every topic and the integration branch")
+
+
+def _names(args) -> list[str]:
+    if args.all and args.branches:
+        raise KtopicError("give branch names or --all, not both")
+    if not args.all and not args.branches:
+        raise KtopicError("name a topic or branch, or give --all")
+    return [] if args.all else args.branches

@@ -1,0 +1,21 @@
+"""How a run builds and boots: the options `ktopic build`, `boot` and
+`ci` share, handed from the command line to the runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Options:
+    smp: int = 2
+    memory: str = "1G"
+    accel: str = "auto"              # auto | kvm | tcg
+    timeout: float = 120.0           # reference seconds, scaled by machine speed
+    silence: float = 30.0            # reference seconds, scaled by machine speed
+    kasan: bool = False
+    use_cache: bool = True
+    base_cache: bool = True          # the base's result may come from the cache
+    jobs: int = 0
+    progress: bool = True
+    check: bool = False              # run the patch gates (ktopic check) as a stage
