@@ -72,8 +72,8 @@ def checkout_files() -> dict[str, Path]:
 
 
 def run(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([str(binary()), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ, NO_COLOR="1", FORCE_COLOR="0"))
+    return subprocess.run([str(binary()), "--no-color", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 def list_jobs(cwd: Path) -> list[dict]:
