@@ -18,7 +18,7 @@ sys.path.insert(0, str(REPO / "tests"))
 import gitlab_ci_local as glcl  # noqa: E402
 from ktopic import cli  # noqa: E402
 from ktopic.model import manifest  # noqa: E402
-from ktopic.report.report import branch_dir  # noqa: E402
+from ktopic.model.results import branch_dir  # noqa: E402
 
 COMMITTED = REPO / ".gitlab-ci.yml"
 
