@@ -57,7 +57,7 @@ JOB     :=
 OPTIONS :=
 ci-local: deps
 	$(GITLAB_CI_LOCAL) --force-shell-executor --timestamps --variable CI_PROJECT_DIR=$(CURDIR) \
-		--variable KTOPIC_CI_OPTIONS="$(OPTIONS)" $(JOB)
+		--ignore-predefined-vars CI_PROJECT_DIR --variable KTOPIC_CI_OPTIONS="$(OPTIONS)" $(JOB)
 
 bench: deps
 	$(PYTHON) tools/bench/run.py

@@ -37,6 +37,7 @@ def test_one_job_runs_with_the_shell_executor(tmp_path):
                      # shell executor runs it here; GitLab's shell runner gives
                      # the directory the job runs in, which this restores.
                      "--variable", f"CI_PROJECT_DIR={root}",
+                     "--ignore-predefined-vars", "CI_PROJECT_DIR",
                      "--variable", "KTOPIC_CI_OPTIONS=--gates-only", JOB, timeout=1800)
         out = r.stdout + r.stderr
         assert r.returncode == 0, out[-4000:]
