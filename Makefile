@@ -5,7 +5,7 @@ PYTHON  := /usr/bin/python3
 KTOPIC  := $(PYTHON) tools/bin/ktopic
 PYTEST  := $(PYTHON) -m pytest -c tests/pytest.ini --rootdir=tests
 
-.PHONY: all main deps import generate status gates ci check test test-e2e bench clean
+.PHONY: all main deps import generate status gates ci check test test-e2e bench clean ci-local
 
 all: deps main
 
@@ -46,6 +46,18 @@ test: deps import
 
 test-e2e: deps import
 	$(PYTEST) -q -m e2e tests
+
+# One job of .gitlab-ci.yml on this machine, as a shell runner runs it, in
+# this checkout (its work directory: .ktopic/; artifacts: out/ and
+# .gitlab-ci-local/artifacts/): make ci-local JOB=topic:fs [OPTIONS=--gates-only];
+# no JOB: the whole pipeline.  CI_PROJECT_DIR: gitlab-ci-local would give
+# /builds/... (docs/reports.md).
+GITLAB_CI_LOCAL := tools/gitlab-ci-local/node_modules/.bin/gitlab-ci-local
+JOB     :=
+OPTIONS :=
+ci-local: deps
+	$(GITLAB_CI_LOCAL) --force-shell-executor --timestamps --variable CI_PROJECT_DIR=$(CURDIR) \
+		--ignore-predefined-vars CI_PROJECT_DIR --variable KTOPIC_CI_OPTIONS="$(OPTIONS)" $(JOB)
 
 bench: deps
 	$(PYTHON) tools/bench/run.py

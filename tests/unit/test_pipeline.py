@@ -51,7 +51,7 @@ def check_structure(doc: dict, m) -> None:
         branch = m.integration.branch if name == "integration" else \
             m.topics[name.split(":", 1)[1]].branch
         d = branch.replace("/", "_")
-        assert job["script"] == [f"ci/run-branch {branch}"]
+        assert job["script"] == [f"ci/run-branch {branch} $KTOPIC_CI_OPTIONS"]
         art = job["artifacts"]
         assert art["when"] == "always"
         assert art["reports"]["junit"] == f"out/{d}/junit.xml"
@@ -65,6 +65,8 @@ def check_structure(doc: dict, m) -> None:
             assert doc["stages"].index(js[n]["stage"]) < doc["stages"].index(job["stage"])
         assert all(n.get("artifacts") is False for n in job["needs"])
     assert doc["variables"]["CCACHE_DIR"].endswith("/.ktopic/ccache")
+    assert doc["variables"]["KTOPIC_CI_OPTIONS"]["value"] == ""
+    assert doc["default"]["before_script"] == ["ci/deps --runner"]
 
 
 def test_needs_follow_dependencies():
@@ -106,7 +108,7 @@ def test_output_is_deterministic():
 def test_branch_names_are_shell_quoted():
     m = fake_manifest({"a": []}, integration="next$(id)")
     js = jobs(yaml.safe_load(pipeline.render(m)))
-    assert js["integration"]["script"] == ["ci/run-branch 'next$(id)'"]
+    assert js["integration"]["script"] == ["ci/run-branch 'next$(id)' $KTOPIC_CI_OPTIONS"]
 
 
 def test_bad_dependencies_are_errors():

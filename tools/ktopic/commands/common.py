@@ -23,7 +23,8 @@ def options_from_args(args) -> Options:
     return Options(smp=args.smp, memory=args.memory, accel=args.accel, timeout=args.timeout,
                    silence=args.silence, kasan=args.kasan, use_cache=not no_cache,
                    base_cache=not no_cache, jobs=args.jobs,
-                   check=not getattr(args, "no_check", True))
+                   check=not getattr(args, "no_check", True),
+                   build=not getattr(args, "gates_only", False))
 
 
 def add_common(p, boot_opts: bool = True) -> None:

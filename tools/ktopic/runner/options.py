@@ -19,3 +19,4 @@ class Options:
     jobs: int = 0
     progress: bool = True
     check: bool = False              # run the patch gates (ktopic check) as a stage
+    build: bool = True               # False: generate and gates only, no build/boot/test

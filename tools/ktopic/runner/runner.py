@@ -125,6 +125,13 @@ class Runner:
         br.config_hash = kconfig.fragment_hash(t.fragments)
         br.stages.append(R.StageResult("generate", PASS, 0.0, f"head {t.commit[:12]}"))
         self.note(t, "generate", PASS)
+        if not self.opts.build:
+            # --gates-only: the kernel stages are recorded as not run, and
+            # nothing is cached (a later full run must build).
+            for s in ("build", "boot", "test"):
+                br.stages.append(R.StageResult(s, SKIP, 0.0, "gates only"))
+                self.note(t, s, SKIP, "gates only")
+            return br
 
         # Same tree, config and qemu inputs as a branch already done in this run.
         if t.key in self.results:
