@@ -89,8 +89,10 @@ class Git:
             if header.endswith(" missing"):
                 files[p] = None
                 continue
-            size = int(header.split()[2])
-            files[p] = out[pos:pos + size].decode(errors="replace")
+            _, kind, size = header.split()
+            size = int(size)
+            # A directory is no file either.
+            files[p] = out[pos:pos + size].decode(errors="replace") if kind == "blob" else None
             pos += size + 1
         return files
 
