@@ -14,6 +14,7 @@ import hashlib
 import re
 import subprocess
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,8 +125,23 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
     mtime = 0
     makefile_seen = False
     try:
-        xz = subprocess.Popen(["xz", "-dc", "-T0", str(tarball)], stdout=subprocess.PIPE)
-        with tarfile.open(fileobj=xz.stdout, mode="r|") as tar:
+        xz_err = tempfile.TemporaryFile()
+        xz = subprocess.Popen(["xz", "-dc", "-T0", str(tarball)], stdout=subprocess.PIPE,
+                              stderr=xz_err)
+        try:
+            tar = tarfile.open(fileobj=xz.stdout, mode="r|")
+        except tarfile.TarError as e:
+            try:
+                xz.wait(timeout=2)
+            except subprocess.TimeoutExpired:      # xz data, but not a tar
+                xz.kill()
+                xz.wait()
+            xz_err.seek(0)
+            why = xz_err.read().decode(errors="replace").strip().splitlines()
+            why = why[0].split(": ")[-1] if why else f"not a tar archive ({e})"
+            raise KtopicError(f"base tarball {tarball} is not an xz-compressed tar: {why}",
+                              m.display(), m.base.lines.get("tarball")) from None
+        with tar:
             for member in tar:
                 parts = member.name.split("/", 1)
                 if len(parts) < 2 or not parts[1] or member.isdir():
