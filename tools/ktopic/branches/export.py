@@ -21,7 +21,7 @@ def export(m: Manifest, wd: Workdir, topic: str) -> tuple[Manifest, list[str]]:
     if not head:
         raise Failure(f"branch {t.branch} does not exist: run `ktopic generate {topic}` first")
     gen = Generator(m, wd)
-    start = gen.start_of(base_commit(git), topic)
+    start = gen.start_of(base_commit(git, m), topic)
     gen.cache.save()
     if not git.is_ancestor(start, head):
         raise Failure(f"branch {t.branch} does not start from its base and dependencies "
