@@ -1,0 +1,97 @@
+"""Repository safety: export writes all or nothing, commands read the
+manifest under the work directory's lock, and what status and the file
+modes say is true."""
+
+from __future__ import annotations
+
+import subprocess
+
+from conftest import git_in
+
+
+def _edit_branch(project, tmp_path, branch, *steps):
+    """Run git commands (lists of arguments) in a worktree of branch."""
+    wt = tmp_path / "wt"
+    gd = str(project.workdir / "linux.git")
+    subprocess.run(["git", "--git-dir", gd, "worktree", "add", "-q", str(wt), branch], check=True)
+    for step in steps:
+        git_in(wt, *step)
+    subprocess.run(["git", "--git-dir", gd, "worktree", "remove", "--force", str(wt)], check=True)
+
+
+def _checkout(project) -> dict:
+    return {str(p.relative_to(project.root)): p.read_bytes()
+            for p in sorted(project.root.rglob("*")) if p.is_file()}
+
+
+def test_failed_export_changes_nothing(generated, ktopic, tmp_path):
+    """A reworded commit and an empty one: the export fails, and every patch
+    file and the manifest are as they were."""
+    _edit_branch(generated, tmp_path, "topic/names",
+                 ["commit", "-q", "--amend", "-m", "lib/names: reworded\n\nWhy: a test."],
+                 ["commit", "-q", "--allow-empty", "-m", "empty\n\nWhy: nothing."])
+    before, refs = _checkout(generated), generated.refs()
+    r = ktopic(*generated.args("export", "names"))
+    print(r)
+    assert r.status != 0
+    assert _checkout(generated) == before
+    assert generated.refs() == refs
+
+
+def test_failed_export_says_which_commit(generated, ktopic, tmp_path):
+    _edit_branch(generated, tmp_path, "topic/names",
+                 ["commit", "-q", "--allow-empty", "-m", "empty\n\nWhy: nothing."])
+    r = ktopic(*generated.args("export", "names"))
+    assert r.status == 1
+    head = generated.git("rev-parse", "topic/names").strip()
+    assert r.err == (f"ktopic: branch topic/names: commit {head[:12]} (empty) gives no patch "
+                     f"(empty patch file); drop it or fold it into "
+                     f"another, then export again; nothing was written\n")
+
+
+def test_interrupted_export_changes_nothing(generated, ktopic, tmp_path, monkeypatch):
+    """Ctrl-C while the manifest is being rewritten: the patch files moved
+    in are taken out again and the old ones put back."""
+    from ktopic.model import manifest_edit
+    _edit_branch(generated, tmp_path, "topic/names",
+                 ["commit", "-q", "--amend", "-m", "lib/names: reworded\n\nWhy: a test."])
+    before, refs = _checkout(generated), generated.refs()
+
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(manifest_edit, "set_patches", interrupt)
+    r = ktopic(*generated.args("export", "names"))
+    assert r.status == 130
+    assert _checkout(generated) == before
+    assert generated.refs() == refs
+
+
+def test_generate_reads_the_manifest_under_the_lock(generated, ktopic, tmp_path):
+    """A generate that waits for the lock (an export holds it) builds from
+    the manifest as the export left it, not as it was when it started."""
+    import sys
+    import threading
+    import time
+    from conftest import REPO
+    from ktopic.model.workdir import Workdir
+
+    p = generated.root / "patches/names/0001-lib-names-rename.patch"
+    old_head = generated.refs()["refs/heads/topic/names"]
+    with Workdir(generated.workdir).lock():
+        proc = subprocess.Popen([sys.executable, str(REPO / "tools/bin/ktopic"),
+                                 *generated.args("generate", "names")],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # It is waiting when it says so; then the "export" rewrites the series.
+        line = proc.stderr.readline()
+        assert "waiting for another run" in line, line
+        # (as export does: a new file name in the manifest, the old file gone)
+        q = p.with_name("0001-lib-names-renamed.patch")
+        q.write_text(p.read_text().replace("Why: a test needs it.", "Why: exported meanwhile."))
+        p.unlink()
+        generated.manifest.write_text(generated.manifest.read_text().replace(
+            "- 0001-lib-names-rename.patch", "- 0001-lib-names-renamed.patch"))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    head = generated.refs()["refs/heads/topic/names"]
+    assert head != old_head
+    assert "exported meanwhile" in generated.git("log", "-1", "--format=%B", head)
