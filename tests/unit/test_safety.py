@@ -95,3 +95,48 @@ def test_generate_reads_the_manifest_under_the_lock(generated, ktopic, tmp_path)
     head = generated.refs()["refs/heads/topic/names"]
     assert head != old_head
     assert "exported meanwhile" in generated.git("log", "-1", "--format=%B", head)
+
+
+def test_export_and_import_mbox_keep_the_manifest_mode(generated, ktopic, tmp_path, patches_text):
+    generated.manifest.chmod(0o644)
+    _edit_branch(generated, tmp_path, "topic/names",
+                 ["commit", "-q", "--amend", "-m", "lib/names: reworded\n\nWhy: a test."])
+    assert ktopic(*generated.args("export", "names")).status == 0
+    assert generated.manifest.stat().st_mode & 0o777 == 0o644
+    mbox = tmp_path / "one.mbox"
+    mbox.write_text(patches_text["counters/0001-lib-counter-return-more.patch"])
+    assert ktopic(*generated.args("import-mbox", str(mbox), "--topic", "compiler")).status == 0
+    assert generated.manifest.stat().st_mode & 0o777 == 0o644
+
+
+def test_validation_stamps_follow_the_work_directory(project, ktopic, tmp_path, monkeypatch):
+    """-w names the work directory: nothing is written to the default one."""
+    default = tmp_path / "default"
+    monkeypatch.setenv("KTOPIC_WORKDIR", str(default))
+    r = ktopic(*project.args("status"))
+    assert r.status == 1, r
+    assert not default.exists()
+    assert list((project.workdir / "validated").iterdir())
+
+
+def test_export_without_a_base_says_import_base(project, ktopic):
+    r = ktopic(*project.args("export", "names"))
+    assert r.status == 1
+    assert r.err == "ktopic: no base in the work repository: run `ktopic import-base` first\n"
+
+
+def test_status_exit_status(generated, ktopic, tmp_path):
+    assert ktopic(*generated.args("status")).status == 0
+    _edit_branch(generated, tmp_path, "topic/names",
+                 ["commit", "-q", "--allow-empty", "-m", "mine\n\nWhy: by hand."])
+    r = ktopic(*generated.args("status"))
+    assert r.status == 1
+    assert r.err == "ktopic: not in sync with branches.yaml: topic/names\n"
+
+
+def test_status_on_another_base_is_not_in_sync(generated, ktopic):
+    generated.manifest.write_text(generated.manifest.read_text().replace(
+        "debian-version: 6.1.192-3", "debian-version: 6.1.192-4"))
+    r = ktopic(*generated.args("status"))
+    assert r.status == 1
+    assert "in sync" not in r.out and r.out.count("base differs: run `ktopic import-base`") == 4

@@ -17,11 +17,12 @@ from ktopic.model.workdir import Workdir
 def export(m: Manifest, wd: Workdir, topic: str) -> tuple[Manifest, list[str]]:
     t = m.topic(topic)
     git = Git(wd.git_dir)
+    base = base_commit(git, m)          # no base: import-base, not generate, comes first
     head = git.ref(t.ref)
     if not head:
         raise Failure(f"branch {t.branch} does not exist: run `ktopic generate {topic}` first")
     gen = Generator(m, wd)
-    start = gen.start_of(base_commit(git, m), topic)
+    start = gen.start_of(base, topic)
     gen.cache.save()
     if not git.is_ancestor(start, head):
         raise Failure(f"branch {t.branch} does not start from its base and dependencies "

@@ -18,7 +18,7 @@ def run(args) -> int:
     wd = Workdir(args.workdir)
     with wd.lock():
         # Read under the lock: a run that held it may have changed it.
-        m = manifest.load(args.manifest)
+        m = manifest.load(args.manifest, workdir=args.workdir)
         m.topic(args.topic)
         _, files = export.export(m, wd, args.topic)
     for f in files:

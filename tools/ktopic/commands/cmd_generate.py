@@ -24,7 +24,7 @@ def run(args) -> int:
     wd = Workdir(args.workdir)
     with wd.lock():
         # Read under the lock: an export that held it may have rewritten it.
-        m = manifest.load(args.manifest)
+        m = manifest.load(args.manifest, workdir=args.workdir)
         for t in args.topics:
             m.topic(t)
         r = Generator(m, wd).run(args.topics or None, force=args.force)

@@ -19,7 +19,7 @@ def register(sub) -> None:
 def run(args) -> int:
     # The lock: an export or another import may be rewriting the manifest.
     with Workdir(args.workdir).lock():
-        m = manifest.load(args.manifest)
+        m = manifest.load(args.manifest, workdir=args.workdir)
         m.topic(args.topic)
         _, written = mbox.import_mbox(m, args.source, args.topic)
     for name in written:

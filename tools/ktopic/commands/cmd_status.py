@@ -67,7 +67,7 @@ def rows(m: manifest.Manifest, wd: Workdir) -> list[dict]:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest)
+    m = manifest.load(args.manifest, workdir=args.workdir)
     wd = Workdir(args.workdir)
     table = Table(title=f"{m.series.name} on {m.base.package} {m.base.debian_version}")
     for col in ("topic", "branch", "head", "patches", "upstream", "superseded", "base", "state"):

@@ -131,6 +131,7 @@ class Manifest:
     topics: dict[str, Topic]
     integration: Integration
     data: dict
+    workdir: Path | str | None = None      # -w, where validation stamps live
 
     def display(self) -> str:
         return display_path(self.path, self.root)
@@ -252,7 +253,10 @@ def is_patch_file(path: Path) -> str | None:
     return None
 
 
-def load(path: Path | str, root: Path | None = None) -> Manifest:
+def load(path: Path | str, root: Path | None = None,
+         workdir: Path | str | None = None) -> Manifest:
+    """The manifest at path; validation stamps live in workdir (-w), else
+    in the default work directory."""
     path = Path(path).resolve()
     root = (root or path.parent).resolve()
     name = display_path(path, root)
@@ -263,12 +267,13 @@ def load(path: Path | str, root: Path | None = None) -> Manifest:
         raise KtopicError("the manifest must be a mapping of keys (version, series, base, topics, integration)",
                           name, getattr(data, "line", 1))
     # Keyed by this file too: a stamp means "every check of this code passed".
-    stamp = default_root() / "validated" / hashlib.sha256(
+    stamp = (Path(workdir).expanduser() if workdir else default_root()) / "validated" / hashlib.sha256(
         path.read_bytes() + SCHEMA.read_bytes() + Path(__file__).read_bytes()).hexdigest()
     known = stamp.exists()
     if not known:
         _validate(data, name)
     m = _build(data, path, root, name, check_names=not known)
+    m.workdir = workdir
     if not known:
         # Only a manifest that passed every check is remembered: the checks
         # _build skips for a known manifest must have run once.
