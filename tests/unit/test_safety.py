@@ -140,3 +140,43 @@ def test_status_on_another_base_is_not_in_sync(generated, ktopic):
     r = ktopic(*generated.args("status"))
     assert r.status == 1
     assert "in sync" not in r.out and r.out.count("base differs: run `ktopic import-base`") == 4
+
+
+def _mail_without_from_line(text: str) -> str:
+    return text.split("\n", 1)[1]           # drop git format-patch's "From <sha>" line
+
+
+def test_import_mbox_refuses_mails_glued_together(generated, ktopic, tmp_path, patches_text):
+    mbox = tmp_path / "glued.mbox"
+    mbox.write_text(patches_text["counters/0001-lib-counter-return-more.patch"] +
+                    _mail_without_from_line(patches_text["names/0001-lib-names-rename.patch"]))
+    before = _checkout(generated)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "compiler"))
+    assert r.status == 2
+    assert r.err == (f"ktopic: {mbox}: mail 1: holds more than one mail (headers after a diff, "
+                     f"with no 'From ' line between them): make it an mbox, or a directory "
+                     f"with one mail per file\n")
+    assert _checkout(generated) == before
+
+
+def test_import_mbox_twice_is_refused(generated, ktopic, tmp_path, patches_text):
+    mbox = tmp_path / "series.mbox"
+    mbox.write_text(patches_text["counters/0001-lib-counter-return-more.patch"])
+    assert ktopic(*generated.args("import-mbox", str(mbox), "--topic", "compiler")).status == 0
+    before = _checkout(generated)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "compiler"))
+    assert r.status == 2
+    assert r.err == (f"ktopic: {mbox}: mail 1: 'lib/counter: return more' is already in topic "
+                     f"compiler as patches/compiler/0001-lib-counter-return-more.patch\n")
+    assert _checkout(generated) == before
+
+
+def test_import_mbox_error_names_the_input_and_mail(generated, ktopic, tmp_path, patches_text):
+    mbox = tmp_path / "series.mbox"
+    bad = patches_text["names/0001-lib-names-rename.patch"].replace(
+        "From: Test Porter <porter@example.org>\n", "")
+    mbox.write_text(patches_text["counters/0001-lib-counter-return-more.patch"] + bad)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "compiler"))
+    assert r.status == 2
+    assert r.err.startswith(f"ktopic: {mbox}: mail 2"), r.err
+    assert "ktopic-mbox-" not in r.err
