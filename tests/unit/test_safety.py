@@ -180,3 +180,40 @@ def test_import_mbox_error_names_the_input_and_mail(generated, ktopic, tmp_path,
     assert r.status == 2
     assert r.err.startswith(f"ktopic: {mbox}: mail 2"), r.err
     assert "ktopic-mbox-" not in r.err
+
+
+def test_two_force_backups_within_a_second(generated, ktopic, tmp_path, monkeypatch):
+    import time as time_mod
+    monkeypatch.setattr(time_mod, "gmtime", lambda *a: time_mod.struct_time(
+        (2026, 12, 4, 12, 0, 0, 4, 338, 0)))
+    backups = []
+    for i in range(2):
+        _edit_branch(generated, tmp_path, "topic/names",
+                     ["commit", "-q", "--allow-empty", "-m", f"mine {i}\n\nWhy: by hand."])
+        r = ktopic(*generated.args("generate", "--force", "names"))
+        assert r.status == 0, r
+        backups.append(next(ln.split(" kept as ")[1] for ln in r.out.splitlines() if " kept as " in ln))
+    assert backups == ["refs/ktopic/backup/topic/names/20261204T120000Z",
+                       "refs/ktopic/backup/topic/names/20261204T120000Z-2"]
+    assert all(b in generated.refs() for b in backups)
+
+
+def test_interrupt_while_starting_is_one_line(project):
+    """Ctrl-C at any moment of the first half second: one line, exit 130."""
+    import signal
+    import sys
+    import time
+    from conftest import REPO
+    for delay in (0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5):
+        p = subprocess.Popen([sys.executable, str(REPO / "tools/bin/ktopic"),
+                              *project.args("status")], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+        if "init_import_site" in err:
+            continue        # Python itself was still starting: no ktopic code had run
+        if p.returncode == 130:
+            assert err == "ktopic: interrupted; no ref was moved\n", (delay, err)
+        else:
+            assert "Traceback" not in err, (delay, err)

@@ -66,11 +66,13 @@ def _command_of(argv: list[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = parser(_command_of(argv)).parse_args(argv)
     # Ctrl-C: let the command's own cleanup (temporary refs, index files,
     # QEMU processes) run through KeyboardInterrupt, then exit 130.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
+        # Inside the try: an interrupt while the command's modules load
+        # ends as one line too.
+        args = parser(_command_of(argv)).parse_args(argv)
         return args.func(args) or 0
     except KtopicError as e:
         print(f"ktopic: {e}", file=sys.stderr)

@@ -209,6 +209,10 @@ class Generator:
                                f"(the old head is kept under {BACKUP}{o.branch}/)")
                     continue
                 o.backup = f"{BACKUP}{o.branch}/{stamp}"
+                n = 1
+                while o.backup in refs:      # a backup made within the same second
+                    n += 1
+                    o.backup = f"{BACKUP}{o.branch}/{stamp}-{n}"
                 updates.append((o.backup, o.old, None))
             updates.append((ref, o.head, o.old))
             updates.append((MADE + o.branch, o.head, made))
