@@ -217,3 +217,35 @@ def test_interrupt_while_starting_is_one_line(project):
             assert err == "ktopic: interrupted; no ref was moved\n", (delay, err)
         else:
             assert "Traceback" not in err, (delay, err)
+
+
+def test_interrupt_after_the_ref_transaction_says_so(imported, ktopic, monkeypatch):
+    from ktopic.plumbing import gitutil
+    real = gitutil.Git.update_refs
+
+    def then_interrupt(self, updates, msg):
+        real(self, updates, msg)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(gitutil.Git, "update_refs", then_interrupt)
+    r = ktopic(*imported.args("generate", "counters"))
+    assert r.status == 130
+    assert r.err == ("ktopic: interrupted after its ref transaction(s) moved 2 ref(s), each "
+                     "transaction whole: refs/heads/topic/counters, "
+                     "refs/ktopic/made/topic/counters\n")
+    assert "refs/heads/topic/counters" in imported.refs()
+    monkeypatch.setattr(gitutil.Git, "update_refs", real)
+    r = ktopic(*imported.args("generate", "names"))
+    assert r.status == 0
+
+
+def test_interrupted_import_leaves_no_pack(project, ktopic, monkeypatch):
+    from ktopic.plumbing import importbase
+
+    def interrupt(*a):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(importbase, "makefile_version", interrupt)
+    r = ktopic(*project.args("import-base"))
+    assert r.status == 130
+    assert r.err == "ktopic: interrupted; no ref was moved\n"
+    assert project.refs() == {}
+    assert list((project.workdir / "linux.git/objects/pack").glob("tmp_pack_*")) == []

@@ -11,6 +11,9 @@ from pathlib import Path
 from ktopic.errors import Failure
 
 ZERO = "0" * 40
+# Every ref this process moved, in transactions that were committed: an
+# interrupted command says whether any was.
+MOVED: list[str] = []
 
 
 class GitError(Failure):
@@ -110,7 +113,15 @@ class Git:
             else:
                 lines.append(f"update {ref} {new} {old if old is not None else ZERO}")
         lines += ["prepare", "commit", ""]
-        self.run("update-ref", "-m", msg, "--stdin", input="\n".join(lines))
+        try:
+            self.run("update-ref", "-m", msg, "--stdin", input="\n".join(lines))
+        except BaseException:
+            # Interrupted (or failed): the transaction may have been
+            # committed all the same; what an interrupt says must be true.
+            if all(self.ref(ref) == (None if new == ZERO else new) for ref, new, _ in updates):
+                MOVED.extend(ref for ref, _, _ in updates)
+            raise
+        MOVED.extend(ref for ref, _, _ in updates)
 
 
 @contextmanager

@@ -117,6 +117,8 @@ def _point_base(git: Git, commit: str, new_ref: str | None = None) -> None:
 def _fast_import(git: Git, tarball: Path, digest: str, version: str,
                  debian_version: str, m: Manifest, parent: str | None) -> str:
     tmp_ref = "refs/ktopic/tmp/import-base"
+    packs = git.git_dir / "objects" / "pack"
+    tmp_packs = set(packs.glob("tmp_pack_*"))
     proc = subprocess.Popen(["git", "fast-import", "--quiet", "--done"],
                             stdin=subprocess.PIPE, env=git._env(None))
     out = proc.stdin
@@ -198,6 +200,9 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
     except BaseException:
         proc.kill()
         proc.wait()
+        # The pack fast-import was writing (tens of MB) is of no use now.
+        for p in set(packs.glob("tmp_pack_*")) - tmp_packs:
+            p.unlink(missing_ok=True)
         raise
     finally:
         if git.ref(tmp_ref):
