@@ -249,3 +249,35 @@ def test_interrupted_import_leaves_no_pack(project, ktopic, monkeypatch):
     assert r.err == "ktopic: interrupted; no ref was moved\n"
     assert project.refs() == {}
     assert list((project.workdir / "linux.git/objects/pack").glob("tmp_pack_*")) == []
+
+
+def test_a_swallowed_interrupt_still_stops_import_base(project, ktopic, monkeypatch):
+    """A signal whose KeyboardInterrupt Python "ignored" (it landed in a
+    destructor): the import stops at the next file, and nothing moves."""
+    from ktopic import errors
+    from ktopic.plumbing import importbase
+    real = importbase.makefile_version
+
+    def swallowed(text):
+        errors.interrupted = True          # the handler ran; its exception was lost
+        return real(text)
+    monkeypatch.setattr(importbase, "makefile_version", swallowed)
+    r = ktopic(*project.args("import-base"))
+    assert r.status == 130, r
+    assert project.refs() == {}
+
+
+def test_a_swallowed_interrupt_moves_no_ref(imported, ktopic, monkeypatch):
+    from ktopic import errors
+    from ktopic.plumbing import stack
+    real = stack.Stacker.apply
+
+    def swallowed(self, *a, **k):
+        errors.interrupted = True
+        return real(self, *a, **k)
+    monkeypatch.setattr(stack.Stacker, "apply", swallowed)
+    before = imported.refs()
+    r = ktopic(*imported.args("generate"))
+    assert r.status == 130, r
+    assert r.err == "ktopic: interrupted; no ref was moved\n"
+    assert imported.refs() == before

@@ -14,6 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
+from ktopic import errors
 from ktopic.errors import Failure, KtopicError
 
 COMMANDS = {
@@ -64,6 +65,11 @@ def _command_of(argv: list[str]) -> str | None:
     return None
 
 
+def _interrupt(*_) -> None:
+    errors.interrupted = True
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     git = sys.modules.get("ktopic.plumbing.gitutil")
@@ -71,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         git.MOVED.clear()           # a run before this one in the same process
     # Ctrl-C: let the command's own cleanup (temporary refs, index files,
     # QEMU processes) run through KeyboardInterrupt, then exit 130.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    errors.interrupted = False
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         # Inside the try: an interrupt while the command's modules load
         # ends as one line too.

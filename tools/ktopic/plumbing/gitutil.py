@@ -8,7 +8,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from ktopic.errors import Failure
+from ktopic.errors import Failure, check_interrupted
 
 ZERO = "0" * 40
 # Every ref this process moved, in transactions that were committed: an
@@ -113,6 +113,7 @@ class Git:
             else:
                 lines.append(f"update {ref} {new} {old if old is not None else ZERO}")
         lines += ["prepare", "commit", ""]
+        check_interrupted()         # an interrupt Python swallowed moves nothing either
         try:
             self.run("update-ref", "-m", msg, "--stdin", input="\n".join(lines))
         except BaseException:

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktopic.errors import Failure, KtopicError
+from ktopic.errors import Failure, KtopicError, check_interrupted
 from ktopic.plumbing.gitutil import Git
 from ktopic.model.manifest import Manifest
 from ktopic.model.workdir import Workdir
@@ -145,6 +145,7 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
                               m.display(), m.base.lines.get("tarball")) from None
         with tar:
             for member in tar:
+                check_interrupted()
                 parts = member.name.split("/", 1)
                 if len(parts) < 2 or not parts[1] or member.isdir():
                     continue
