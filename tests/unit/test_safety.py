@@ -281,3 +281,14 @@ def test_a_swallowed_interrupt_moves_no_ref(imported, ktopic, monkeypatch):
     assert r.status == 130, r
     assert r.err == "ktopic: interrupted; no ref was moved\n"
     assert imported.refs() == before
+
+
+def test_import_base_says_how_far_it_is_in_a_log(project, ktopic, monkeypatch):
+    """Not a terminal: a line every INTERVAL seconds (here: every read)."""
+    from ktopic.plumbing import importbase
+    monkeypatch.setattr(importbase._Meter, "INTERVAL", 0.0)
+    r = ktopic(*project.args("import-base"))
+    assert r.status == 0, r
+    lines = [ln for ln in r.err.splitlines() if ln.startswith("ktopic: import-base: ")]
+    assert lines and all(" files)" in ln and "% (" in ln for ln in lines), r.err
+    assert lines[-1].startswith("ktopic: import-base: 100% ")
