@@ -80,8 +80,7 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _constr
 
 def _decode(data: bytes, name: str) -> str:
     if len(data) > MAX_BYTES:
-        raise KtopicError(f"{len(data)} bytes: larger than a manifest can be "
-                          f"({MAX_BYTES} bytes)", name)
+        raise KtopicError(f"larger than a manifest can be (more than {MAX_BYTES} bytes)", name)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
