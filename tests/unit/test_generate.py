@@ -245,9 +245,9 @@ def test_import_mbox_file(generated, ktopic, tmp_path, patches_text):
     mbox = tmp_path / "series.mbox"
     first = patches_text["counters/0001-lib-counter-return-more.patch"].replace("[PATCH 1/2]", "[PATCH]")
     mbox.write_text(first + "\n" + patches_text["names/0001-lib-names-rename.patch"])
-    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "compiler"))
     assert r.status == 0, r
-    assert "- 0002-lib-counter-return-more.patch\n      - 0003-lib-names-rename.patch" in \
+    assert "- 0001-lib-counter-return-more.patch\n      - 0002-lib-names-rename.patch" in \
         generated.manifest.read_text()
 
 

@@ -14,6 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
+from ktopic import errors
 from ktopic.errors import Failure, KtopicError
 
 COMMANDS = {
@@ -64,13 +65,25 @@ def _command_of(argv: list[str]) -> str | None:
     return None
 
 
+def _interrupt(*_) -> None:
+    errors.interrupted = True
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = parser(_command_of(argv)).parse_args(argv)
+    git = sys.modules.get("ktopic.plumbing.gitutil")
+    if git:
+        git.MOVED.clear()           # a run before this one in the same process
     # Ctrl-C: let the command's own cleanup (temporary refs, index files,
     # QEMU processes) run through KeyboardInterrupt, then exit 130.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    errors.interrupted = False
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     try:
+        # Inside the try: an interrupt while the command's modules load
+        # ends as one line too.
+        args = parser(_command_of(argv)).parse_args(argv)
         return args.func(args) or 0
     except KtopicError as e:
         print(f"ktopic: {e}", file=sys.stderr)
@@ -79,7 +92,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ktopic: {e}", file=sys.stderr)
         return e.exit_status
     except KeyboardInterrupt:
-        print("ktopic: interrupted; no ref was moved", file=sys.stderr)
+        git = sys.modules.get("ktopic.plumbing.gitutil")
+        moved = list(dict.fromkeys(git.MOVED)) if git else []
+        if moved:
+            print(f"ktopic: interrupted after its ref transaction(s) moved {len(moved)} ref(s), "
+                  f"each transaction whole: {', '.join(moved)}", file=sys.stderr)
+        else:
+            print("ktopic: interrupted; no ref was moved", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 141

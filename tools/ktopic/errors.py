@@ -30,3 +30,15 @@ class KtopicError(Exception):
 
 class Failure(Exception):
     exit_status = 1
+
+
+# Set when SIGINT or SIGTERM arrives.  The handler raises KeyboardInterrupt,
+# but a signal that lands while a destructor runs has its exception
+# "ignored" by Python; the steps that commit something (a ref transaction,
+# each file of an import) look at this too.
+interrupted = False
+
+
+def check_interrupted() -> None:
+    if interrupted:
+        raise KeyboardInterrupt

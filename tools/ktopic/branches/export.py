@@ -10,18 +10,19 @@ from ktopic.model import manifest_edit
 from ktopic.errors import Failure
 from ktopic.branches.generate import MADE, Generator, base_commit
 from ktopic.plumbing.gitutil import Git, tree_attributes
-from ktopic.model.manifest import Manifest
+from ktopic.model.manifest import Manifest, is_patch_file
 from ktopic.model.workdir import Workdir
 
 
 def export(m: Manifest, wd: Workdir, topic: str) -> tuple[Manifest, list[str]]:
     t = m.topic(topic)
     git = Git(wd.git_dir)
+    base = base_commit(git, m)          # no base: import-base, not generate, comes first
     head = git.ref(t.ref)
     if not head:
         raise Failure(f"branch {t.branch} does not exist: run `ktopic generate {topic}` first")
     gen = Generator(m, wd)
-    start = gen.start_of(base_commit(git), topic)
+    start = gen.start_of(base, topic)
     gen.cache.save()
     if not git.is_ancestor(start, head):
         raise Failure(f"branch {t.branch} does not start from its base and dependencies "
@@ -35,23 +36,55 @@ def export(m: Manifest, wd: Workdir, topic: str) -> tuple[Manifest, list[str]]:
             names = git.run(*attrs, "format-patch", "--no-signature", "--zero-commit",
                             "-o", str(Path(tmp, "out")), f"{start}..{head}").split()
         files = [Path(n).name for n in names]
-        old = {p.path for p in t.patches}
+        commits = git.run("rev-list", "--reverse", f"{start}..{head}").split()
+        for i, f in enumerate(files):
+            why = is_patch_file(Path(tmp, "out", f))
+            if why:
+                c = commits[i] if len(commits) == len(files) else None
+                what = f"commit {c[:12]} ({git.run('log', '-1', '--format=%s', c).strip()})" \
+                    if c else f"a commit ({f})"
+                raise Failure(f"branch {t.branch}: {what} gives no patch ({why}); drop it "
+                              f"or fold it into another, then export again; nothing was written")
+        m2 = _replace(m, topic, t, outdir, Path(tmp), files)
+    made = git.ref(MADE + t.branch)
+    if made != head:
+        git.update_refs([(MADE + t.branch, head, made)], "ktopic export")
+    return m2, files
+
+
+def _replace(m: Manifest, topic: str, t, outdir: Path, tmp: Path, files: list[str]) -> Manifest:
+    """Put the patches made in tmp/out in outdir and list them in the
+    manifest: all of it, or (on any error or interrupt) none of it.  Files
+    replaced or removed are moved aside to tmp/old first and moved back if
+    anything fails."""
+    old = {p.path for p in t.patches if p.path.parent == outdir}
+    aside = tmp / "old"
+    aside.mkdir()
+    moved: list[str] = []           # in outdir now, put there by this export
+    kept: list[str] = []            # moved aside from outdir
+    try:
         for f in files:
-            Path(tmp, "out", f).replace(outdir / f)
-    for p in old:
-        if p.parent == outdir and p.name not in files and p.exists():
-            p.unlink()
-    if files == [p.rel for p in t.patches]:
-        m2 = m                      # same list: leave the manifest as written
-    else:
+            if (outdir / f).exists():
+                (outdir / f).replace(aside / f)
+                kept.append(f)
+            (tmp / "out" / f).replace(outdir / f)
+            moved.append(f)
+        for p in old:
+            if p.name not in files and p.exists():
+                p.replace(aside / p.name)
+                kept.append(p.name)
+        if files == [p.rel for p in t.patches]:
+            return m                # same list: leave the manifest as written
         waivers = {p.rel: p.waivers for p in t.patches}
         entries = []
         for f in files:
             w = waivers.get(f)
             entries.append({"file": f, "waivers": [{"type": x.type, "reason": x.reason}
                                                    for x in w]} if w else f)
-        m2 = manifest_edit.set_patches(m, topic, entries)
-    made = git.ref(MADE + t.branch)
-    if made != head:
-        git.update_refs([(MADE + t.branch, head, made)], "ktopic export")
-    return m2, files
+        return manifest_edit.set_patches(m, topic, entries)
+    except BaseException:
+        for f in moved:
+            (outdir / f).unlink(missing_ok=True)
+        for f in kept:
+            (aside / f).replace(outdir / f)
+        raise

@@ -22,6 +22,7 @@ from ktopic.plumbing.stack import ApplyError, StackCache, Stacker
 from ktopic.model.workdir import Workdir
 
 MADE = "refs/ktopic/made/"
+BASES = "refs/ktopic/bases/"
 BACKUP = "refs/ktopic/backup/"
 
 
@@ -48,11 +49,28 @@ class Result:
         return not any(o.error for o in self.outcomes)
 
 
-def base_commit(git: Git) -> str:
+def base_commit(git: Git, m: Manifest | None = None) -> str:
+    """refs/heads/base; with m, only if it is the base m names."""
     base = git.rev_parse("refs/heads/base")
     if not base:
         raise Failure("no base in the work repository: run `ktopic import-base` first")
+    if m is not None:
+        why = base_mismatch(m, git, base)
+        if why:
+            raise Failure(why)
     return base
+
+
+def base_mismatch(m: Manifest, git: Git, base: str) -> str | None:
+    """Why base is not the import of the tree the manifest names, or None."""
+    dv = m.base.debian_version
+    if git.rev_parse(BASES + dv) == base:
+        return None
+    have = sorted(r[len(BASES):] for r, oid in git.refs(BASES).items()
+                  if git.rev_parse(oid) == base)
+    line = m.base.lines.get("debian-version")
+    return (f"{m.display()}:{line}: the manifest's base is {m.base.package} {dv}, the work "
+            f"repository's is {', '.join(have) or 'another'}: run `ktopic import-base`")
 
 
 def load_patches(m: Manifest, name: str) -> list[PatchFile]:
@@ -131,7 +149,7 @@ class Generator:
 
     def _run(self, t0: float, names: list[str] | None, force: bool, integration: bool) -> Result:
         m, git = self.m, self.git
-        base = base_commit(git)
+        base = base_commit(git, m)
         refs = git.refs()
         selected = names or list(m.topics)
         wanted = [n for n in m.order if n in selected]
@@ -191,6 +209,10 @@ class Generator:
                                f"(the old head is kept under {BACKUP}{o.branch}/)")
                     continue
                 o.backup = f"{BACKUP}{o.branch}/{stamp}"
+                n = 1
+                while o.backup in refs:      # a backup made within the same second
+                    n += 1
+                    o.backup = f"{BACKUP}{o.branch}/{stamp}-{n}"
                 updates.append((o.backup, o.old, None))
             updates.append((ref, o.head, o.old))
             updates.append((MADE + o.branch, o.head, made))

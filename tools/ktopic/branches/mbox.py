@@ -35,16 +35,38 @@ def split(source: Path, tmp: Path) -> list[Path]:
     return sorted(tmp.iterdir())
 
 
+# A mail header block after a diff: mails pasted together without the
+# "From " line that separates mails in an mbox.
+GLUED = re.compile(r"^diff --git .*?^\n?(?:From|Date): [^\n]*\n(?:[\w-]+: [^\n]*\n)*?Subject: ",
+                   re.M | re.S)
+
+
+def _plain(subject: str) -> str:
+    """A subject without its [PATCH ...] prefix, spaces folded."""
+    return re.sub(r"\s+", " ", re.sub(r"^(\[[^\]]*\]\s*)+", "", subject)).strip()
+
+
 def import_mbox(m: Manifest, source: Path, topic: str) -> tuple[Manifest, list[str]]:
     t = m.topic(topic)
+    have = {_plain(_raw_subject(p.path)): p.rel for p in t.patches}
     with tempfile.TemporaryDirectory(prefix="ktopic-mbox-") as tmp:
         mails = []
         for i, path in enumerate(split(source, Path(tmp))):
+            # Name the input, and the mail's number in it: not the temporary file.
+            where = f"{source}: mail {i + 1}" if not source.is_dir() else str(path)
             if is_patch_file(path) is not None:
                 continue                      # a cover letter, an article...
+            text = path.read_text(errors="replace")
+            if GLUED.search(text):
+                raise KtopicError("holds more than one mail (headers after a diff, with no "
+                                  "'From ' line between them): make it an mbox, or a "
+                                  "directory with one mail per file", where)
             subject = _raw_subject(path)
+            if _plain(subject) in have:
+                raise KtopicError(f"{_plain(subject)!r} is already in topic {topic} as "
+                                  f"patches/{topic}/{have[_plain(subject)]}", where)
             num = NUMBER.match(subject)
-            mails.append(((int(num.group(1)) if num else 0, i), path))
+            mails.append(((int(num.group(1)) if num else 0, i), path, where))
         if not mails:
             raise KtopicError("no patch mails found (a patch mail has a Subject: and a diff)",
                               source)
@@ -54,8 +76,8 @@ def import_mbox(m: Manifest, source: Path, topic: str) -> tuple[Manifest, list[s
         existing = [p.rel for p in t.patches]
         n = len(existing)
         written = []
-        for _, path in mails:
-            pf = parse(path, str(path))       # refuses what git am would refuse
+        for _, path, where in mails:
+            pf = parse(path, where)           # refuses what git am would refuse
             n += 1
             name = f"{n:04d}-{manifest_edit.slug(pf.subject)}.patch"
             if (outdir / name).exists():

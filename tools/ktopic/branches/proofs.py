@@ -5,8 +5,13 @@ check is a regular expression that must match (contains) or must not match
 from __future__ import annotations
 
 import re
+import signal
+import threading
+from contextlib import contextmanager
 
 from ktopic.errors import KtopicError
+
+SECONDS = 10.0          # the longest a check may take (a regex that backtracks)
 from ktopic.plumbing.gitutil import Git
 from ktopic.model.manifest import Manifest
 
@@ -24,9 +29,38 @@ def verify(m: Manifest, git: Git, base: str, topics: list[str] | None = None) ->
         if text is None:
             raise KtopicError(f"{c.kind} proof for {c.subject!r}: the base has no file "
                               f"{chk.file}", m.display(), chk.line)
-        found = re.search(chk.pattern, text, re.M) is not None
+        with _limit(SECONDS, m.display(), chk):
+            found = re.search(chk.pattern, text, re.M) is not None
         if found != chk.present:
             raise KtopicError(f"{c.kind} proof for {c.subject!r} fails on the base: "
                               f"{chk.describe()} is not true", m.display(), chk.line)
         n += 1
     return n
+
+
+class _Expired(Exception):
+    pass
+
+
+@contextmanager
+def _limit(seconds: float, name: str, chk):
+    """Stop a check that runs longer than seconds (a regular expression that
+    backtracks without end), naming its line.  Python's regex engine lets
+    signals in while it matches; off the main thread there is no limit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(*_):
+        raise _Expired
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _Expired:
+        raise KtopicError(f"check {chk.describe()} did not finish in {seconds:g} s "
+                          f"(a regular expression that backtracks without end?)",
+                          name, chk.line) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)

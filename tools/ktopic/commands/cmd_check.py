@@ -36,7 +36,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest)
+    m = manifest.load(args.manifest, workdir=args.workdir)
     wd = Workdir(args.workdir)
     if not wd.git_dir.is_dir():
         raise Failure(f"no work repository at {wd.git_dir}: run `ktopic import-base` "

@@ -15,10 +15,11 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest)
-    m.topic(args.topic)
     wd = Workdir(args.workdir)
     with wd.lock():
+        # Read under the lock: a run that held it may have changed it.
+        m = manifest.load(args.manifest, workdir=args.workdir)
+        m.topic(args.topic)
         _, files = export.export(m, wd, args.topic)
     for f in files:
         print(f"patches/{args.topic}/{f}")

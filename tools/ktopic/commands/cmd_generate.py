@@ -21,11 +21,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest)
-    for t in args.topics:
-        m.topic(t)
     wd = Workdir(args.workdir)
     with wd.lock():
+        # Read under the lock: an export that held it may have rewritten it.
+        m = manifest.load(args.manifest, workdir=args.workdir)
+        for t in args.topics:
+            m.topic(t)
         r = Generator(m, wd).run(args.topics or None, force=args.force)
     for o in r.outcomes:
         if o.error:

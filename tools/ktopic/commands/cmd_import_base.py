@@ -14,9 +14,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest)
     wd = Workdir(args.workdir)
     with wd.lock():
+        m = manifest.load(args.manifest, workdir=args.workdir)
         r = importbase.import_base(m, wd)
     state = "imported" if r.created else "already imported"
     print(f"base {m.base.package} {m.base.debian_version}: {state} as {r.commit[:12]} "

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ktopic.model import manifest
 from ktopic.branches import mbox
+from ktopic.model.workdir import Workdir
 
 
 def register(sub) -> None:
@@ -16,9 +17,11 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest)
-    m.topic(args.topic)
-    _, written = mbox.import_mbox(m, args.source, args.topic)
+    # The lock: an export or another import may be rewriting the manifest.
+    with Workdir(args.workdir).lock():
+        m = manifest.load(args.manifest, workdir=args.workdir)
+        m.topic(args.topic)
+        _, written = mbox.import_mbox(m, args.source, args.topic)
     for name in written:
         print(f"patches/{args.topic}/{name}")
     print(f"{len(written)} patches added to topic {args.topic} in {m.display()}")

@@ -30,7 +30,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    m = manifest_mod.load(args.manifest)
+    m = manifest_mod.load(args.manifest, workdir=getattr(args, "workdir", None))
     text = render(m, image=args.image, source=m.display())
     if args.output == "-":
         sys.stdout.write(text)

@@ -19,7 +19,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest)
+    m = manifest.load(args.manifest, workdir=args.workdir)
     m.check_series_name(args.name)
     wd = Workdir(args.workdir)
     with wd.lock():

@@ -26,7 +26,7 @@ only the topic's own patches are compared.""")
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest)
+    m = manifest.load(args.manifest, workdir=args.workdir)
     git = Git(Workdir(args.workdir).git_dir)
     old, new = ranges(m, git, args.topic, args.old_base)
     colour = "--color" if sys.stdout.isatty() else "--no-color"

@@ -38,9 +38,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest)
     wd = Workdir(args.workdir)
     with wd.lock():
+        m = manifest.load(args.manifest, workdir=args.workdir)
         rb = Rebase(m, wd)
         if args.abort:
             if args.kversion or args.debian_version:

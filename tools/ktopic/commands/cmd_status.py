@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
+
 from rich.console import Console
 from rich.table import Table
 
 from ktopic.model import manifest
-from ktopic.branches.generate import MADE, Generator
+from ktopic.branches.generate import MADE, Generator, base_mismatch
 from ktopic.plumbing.gitutil import Git
 from ktopic.plumbing.stack import ApplyError
 from ktopic.model.workdir import Workdir
@@ -20,13 +23,18 @@ def register(sub) -> None:
 def rows(m: manifest.Manifest, wd: Workdir) -> list[dict]:
     git = Git(wd.git_dir)
     base = git.rev_parse("refs/heads/base") if wd.git_dir.exists() else None
+    other_base = base and base_mismatch(m, git, base)
+    if other_base:
+        base = None
     gen = Generator(m, wd) if base else None
     out = []
     entries = [(n, m.topics[n]) for n in m.order] + [("integration", m.integration)]
     for name, t in entries:
         head = git.ref(t.ref) if base else None
         expected, state = None, ""
-        if not base:
+        if other_base:
+            state = "base differs: run `ktopic import-base`"
+        elif not base:
             state = "no base imported"
         else:
             try:
@@ -59,18 +67,30 @@ def rows(m: manifest.Manifest, wd: Workdir) -> list[dict]:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest)
+    m = manifest.load(args.manifest, workdir=args.workdir)
     wd = Workdir(args.workdir)
     table = Table(title=f"{m.series.name} on {m.base.package} {m.base.debian_version}")
     for col in ("topic", "branch", "head", "patches", "upstream", "superseded", "base", "state"):
         table.add_column(col, justify="right" if col in ("patches", "upstream", "superseded") else "left")
     ok = True
+    behind = []
     for r in rows(m, wd):
         state = r["state"] + (" (= base)" if r["equals_base"] else "")
         colour = "green" if r["state"] == "in sync" else "yellow"
         ok &= r["state"] == "in sync"
+        if r["state"] != "in sync":
+            behind.append(r["branch"])
         table.add_row(r["topic"], r["branch"], r["head"] or "-", str(r["applied"]),
                       str(r["upstream"]), str(r["superseded"]), r["base"],
                       f"[{colour}]{state}[/]")
-    Console(width=140).print(table)
-    return 0
+    # As wide as the terminal; in a log (no terminal) wide enough for the table.
+    width = shutil.get_terminal_size((140, 24)).columns if sys.stdout.isatty() else 140
+    Console(width=width).print(table)
+    if ok:
+        return 0
+    git = Git(wd.git_dir)
+    base = git.rev_parse("refs/heads/base") if wd.git_dir.exists() else None
+    why = base and base_mismatch(m, git, base)
+    print(f"ktopic: {why}" if why else
+          f"ktopic: not in sync with {m.display()}: {', '.join(behind)}", file=sys.stderr)
+    return 1

@@ -15,7 +15,7 @@ def _workdir(args):
 
 
 def _manifest(args):
-    return manifest.load(args.manifest)
+    return manifest.load(args.manifest, workdir=args.workdir)
 
 
 def options_from_args(args) -> Options:

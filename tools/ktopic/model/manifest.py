@@ -131,6 +131,7 @@ class Manifest:
     topics: dict[str, Topic]
     integration: Integration
     data: dict
+    workdir: Path | str | None = None      # -w, where validation stamps live
 
     def display(self) -> str:
         return display_path(self.path, self.root)
@@ -203,10 +204,37 @@ def _schema_error(err, data, name: str) -> KtopicError:
     return KtopicError(f"{where}: {msg}", name, yamlpos.line_of(data, path))
 
 
+# Branches ktopic itself owns: refs/heads/base is the imported tree (every
+# branch is made on it), and nothing under it may exist next to it.
+RESERVED_BRANCHES = ("base",)
+# Names commands take besides topic names.
+RESERVED_TOPICS = {"integration": "the integration branch", "base": "the base"}
+
+
+def _reserved(name: str) -> str | None:
+    """Why a manifest may not name this branch, or None."""
+    for r in RESERVED_BRANCHES:
+        if name == r or name.startswith(r + "/"):
+            return f"branch {name!r} is reserved: ktopic keeps the imported tree in refs/heads/{r}"
+    return None
+
+
+def _clash(name: str, branches: dict) -> str | None:
+    """A branch already named that git cannot keep next to this one: one is
+    a directory of the other (topic/mm and topic/mm/next)."""
+    for other, (owner,) in branches.items():
+        if other.startswith(name + "/") or name.startswith(other + "/"):
+            return f"branch {name!r} clashes with {other!r} of {owner} (git cannot keep both: " \
+                   f"one would be a directory of the other)"
+    return None
+
+
 def _valid_branch(name: str) -> bool:
-    return subprocess.run(["git", "check-ref-format", "--branch", name],
+    # Not --branch: that expands "@" and "@{-1}" against the repository
+    # the command happens to run in.
+    return subprocess.run(["git", "check-ref-format", "refs/heads/" + name],
                           capture_output=True).returncode == 0 and \
-        not name.startswith("-") and name != "HEAD"
+        not name.startswith("-") and name not in ("HEAD", "@")
 
 
 def is_patch_file(path: Path) -> str | None:
@@ -225,7 +253,10 @@ def is_patch_file(path: Path) -> str | None:
     return None
 
 
-def load(path: Path | str, root: Path | None = None) -> Manifest:
+def load(path: Path | str, root: Path | None = None,
+         workdir: Path | str | None = None) -> Manifest:
+    """The manifest at path; validation stamps live in workdir (-w), else
+    in the default work directory."""
     path = Path(path).resolve()
     root = (root or path.parent).resolve()
     name = display_path(path, root)
@@ -236,12 +267,13 @@ def load(path: Path | str, root: Path | None = None) -> Manifest:
         raise KtopicError("the manifest must be a mapping of keys (version, series, base, topics, integration)",
                           name, getattr(data, "line", 1))
     # Keyed by this file too: a stamp means "every check of this code passed".
-    stamp = default_root() / "validated" / hashlib.sha256(
+    stamp = (Path(workdir).expanduser() if workdir else default_root()) / "validated" / hashlib.sha256(
         path.read_bytes() + SCHEMA.read_bytes() + Path(__file__).read_bytes()).hexdigest()
     known = stamp.exists()
     if not known:
         _validate(data, name)
     m = _build(data, path, root, name, check_names=not known)
+    m.workdir = workdir
     if not known:
         # Only a manifest that passed every check is remembered: the checks
         # _build skips for a known manifest must have run once.
@@ -270,12 +302,28 @@ def _validate(data, name: str) -> None:
         raise _schema_error(best, data, name)
 
 
-def _checks(items, line_base) -> list[Check]:
+def tree_path(path: str) -> bool:
+    """A path inside a tree, as git names it: relative, no empty, "." or
+    ".." component."""
+    return all(c not in ("", ".", "..") for c in path.split("/"))
+
+
+def _checks(items, name: str) -> list[Check]:
     out = []
     for i, c in enumerate(items):
         present = "contains" in c
-        out.append(Check(c["file"], c["contains"] if present else c["lacks"], present,
-                         items.lines[i]))
+        pattern = c["contains"] if present else c["lacks"]
+        line = items.lines[i]
+        if not tree_path(c["file"]):
+            raise KtopicError(f"check file {c['file']!r} is not a path inside the tree "
+                              f"(relative, no empty, '.' or '..' component)",
+                              name, c.lines.get("file", line))
+        try:
+            re.compile(pattern, re.M)
+        except re.error as e:
+            raise KtopicError(f"check /{pattern}/ is not a valid regular expression: {e}",
+                              name, c.lines.get("contains" if present else "lacks", line)) from None
+        out.append(Check(c["file"], pattern, present, line))
     return out
 
 
@@ -299,10 +347,16 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
     for tname, t in data["topics"].items():
         def terr(msg, *keys, _t=tname):
             return err(msg, "topics", _t, *keys)
+        if tname in RESERVED_TOPICS:
+            raise terr(f"topic name {tname!r} is reserved: commands use it for "
+                       f"{RESERVED_TOPICS[tname]}")
         if check_names and not _valid_branch(t["branch"]):
             raise terr(f"invalid branch name {t['branch']!r}", "branch")
         if t["branch"] in branches:
             raise terr(f"branch {t['branch']!r} is already used by {branches[t['branch']][0]}", "branch")
+        why = _reserved(t["branch"]) or _clash(t["branch"], branches)
+        if why:
+            raise terr(why, "branch")
         branches[t["branch"]] = (f"topic {tname}",)
         patches = []
         for i, p in enumerate(t.get("patches", [])):
@@ -335,7 +389,7 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
         def carried(kind, key):
             items = t.get(kind, [])
             return [Carried(kind, c["subject"], c.get(key, ""),
-                            _checks(c.get("checks", []), 0), items.lines[i],
+                            _checks(c.get("checks", []), name), items.lines[i],
                             c.get("evidence", ""), list(c.get("tests", [])))
                     for i, c in enumerate(items)]
         topics[tname] = Topic(
@@ -366,6 +420,9 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
     if i["branch"] in branches:
         raise err(f"branch {i['branch']!r} is already used by {branches[i['branch']][0]}",
                   "integration", "branch")
+    why = _reserved(i["branch"]) or _clash(i["branch"], branches)
+    if why:
+        raise err(why, "integration", "branch")
     placed: list[str] = []
     for k, tn in enumerate(i["topics"]):
         if tn not in topics:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 
 import yaml
 
 from ktopic.model import manifest as manifest_mod
+from ktopic.errors import KtopicError
 from ktopic.model.manifest import Manifest
 
 
@@ -133,13 +135,18 @@ def _write_validated(m: Manifest, text: str, check) -> Manifest:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
-        check(manifest_mod.load(tmp, m.root))
+        os.chmod(tmp, stat.S_IMODE(os.stat(m.path).st_mode))    # not mkstemp's 0600
+        try:
+            check(manifest_mod.load(tmp, m.root, workdir=m.workdir))
+        except KtopicError as e:
+            e.file = f"{m.display()} (as edited)"     # not the temporary file's name
+            raise
         os.replace(tmp, m.path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return manifest_mod.load(m.path, m.root)
+    return manifest_mod.load(m.path, m.root, workdir=m.workdir)
 
 
 def _scalar(value: str) -> str:

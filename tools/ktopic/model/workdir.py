@@ -29,6 +29,12 @@ def default_root() -> Path:
 class Workdir:
     def __init__(self, root: Path | str | None = None):
         self.root = Path(root).expanduser().resolve() if root else default_root().resolve()
+        for p in (self.root, *self.root.parents):
+            if p.exists():
+                if not p.is_dir():
+                    raise KtopicError("the work directory cannot be made: "
+                                      f"{p} is not a directory", self.root)
+                break
         self.git_dir = self.root / "linux.git"
         self._lock_fd: int | None = None
 

@@ -25,8 +25,28 @@ class LineList(list):
     lines: list
 
 
+# A manifest is tens of kilobytes and a few levels deep; anything far
+# beyond is a mistake or an attack (an alias "bomb" expands exponentially,
+# deep nesting exhausts the stack) and is refused before it is built.
+MAX_BYTES = 1 << 20
+MAX_DEPTH = 64
+MAX_NODES = 100_000             # after expanding aliases
+
+
 class _Loader(yaml.SafeLoader):
-    pass
+    depth = 0
+
+    def compose_node(self, parent, index):
+        """Nodes deeper than MAX_DEPTH are refused before the recursion
+        that composes them exhausts the stack."""
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise KtopicError(f"nesting deeper than {MAX_DEPTH} levels",
+                                  self.name, self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
@@ -35,6 +55,9 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
     d.line = node.start_mark.line + 1
     d.lines = {}
     for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise KtopicError("a key must be a plain value, not a list or mapping",
+                              loader.name, key_node.start_mark.line + 1)
         key = loader.construct_object(key_node, deep=True)
         if key in d:
             raise KtopicError(f"duplicate key {key!r} (first at line {d.lines[key]})",
@@ -55,23 +78,65 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _constru
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
+def _decode(data: bytes, name: str) -> str:
+    if len(data) > MAX_BYTES:
+        raise KtopicError(f"larger than a manifest can be (more than {MAX_BYTES} bytes)", name)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise KtopicError(f"not UTF-8 (byte 0x{data[e.start]:02x})", name, line) from None
+
+
+def _check_size(node, name: str) -> None:
+    """Refuse a document that expands (aliases counted as copies) to more
+    than MAX_NODES nodes; names the alias that crosses the bound."""
+    sizes: dict[int, int] = {}
+
+    def size(n) -> int:
+        if id(n) in sizes:
+            return sizes[id(n)]
+        total = 1
+        if isinstance(n, yaml.SequenceNode):
+            total += sum(size(c) for c in n.value)
+        elif isinstance(n, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in n.value)
+        if total > MAX_NODES:
+            raise KtopicError(f"aliases expand to more than {MAX_NODES} values "
+                              f"(an alias bomb?)", name, n.start_mark.line + 1)
+        sizes[id(n)] = total
+        return total
+    size(node)
+
+
 def load(path: Path, display: str | None = None):
     """Load a YAML file; errors name display (or path) and the line."""
     name = display or str(path)
     try:
-        text = Path(path).read_text()
+        data = Path(path).read_bytes()
     except OSError as e:
         raise KtopicError(f"cannot read: {e.strerror}", name) from None
-    loader = _Loader(text)
-    loader.name = name
+    text = _decode(data, name)
+    loader = None
     try:
-        return loader.get_single_data()
+        loader = _Loader(text)          # reads (and checks) the characters
+        loader.name = name
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_size(node, name)
+        return loader.construct_document(node)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else None
         raise KtopicError(f"YAML syntax error: {e.problem or e.context}", name, line) from None
+    except yaml.reader.ReaderError as e:
+        line = text[:e.position].count("\n") + 1
+        raise KtopicError(f"YAML syntax error: character #x{e.character:04x} is not allowed "
+                          f"in YAML", name, line) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def line_of(root, path) -> int | None:

@@ -55,6 +55,13 @@ def _dirs(paths: list[str]) -> list[str]:
     return sorted(out, key=lambda d: (d.count("/") + (1 if d else 0), d))
 
 
+def _in_tree(path: str) -> bool:
+    """A path `git cat-file` can look up in a tree (<tree>:<path>): no
+    empty, "." or ".." component (git would read those as relative to a
+    working tree, or refuse them)."""
+    return all(c not in ("", ".", "..") for c in path.split("/"))
+
+
 def _parse_tree(body: bytes) -> dict[bytes, tuple[bytes, bytes]]:
     """name -> (mode, 20-byte id)."""
     out, pos = {}, 0
@@ -121,7 +128,7 @@ class FastApply:
         all in memory, instead of asking git patch after patch."""
         specs = [] if self._known_tree(bytes.fromhex(tree)) is not None else [tree]
         specs += [f"{tree}:{p}" for p in _dirs(paths)[1:] + list(dict.fromkeys(paths))
-                  if "\n" not in p and not self._in_memory(tree, p)]
+                  if "\n" not in p and _in_tree(p) and not self._in_memory(tree, p)]
         if specs:
             self.store.read(specs)
 

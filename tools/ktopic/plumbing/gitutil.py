@@ -8,9 +8,12 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from ktopic.errors import Failure
+from ktopic.errors import Failure, check_interrupted
 
 ZERO = "0" * 40
+# Every ref this process moved, in transactions that were committed: an
+# interrupted command says whether any was.
+MOVED: list[str] = []
 
 
 class GitError(Failure):
@@ -89,8 +92,10 @@ class Git:
             if header.endswith(" missing"):
                 files[p] = None
                 continue
-            size = int(header.split()[2])
-            files[p] = out[pos:pos + size].decode(errors="replace")
+            _, kind, size = header.split()
+            size = int(size)
+            # A directory is no file either.
+            files[p] = out[pos:pos + size].decode(errors="replace") if kind == "blob" else None
             pos += size + 1
         return files
 
@@ -108,7 +113,16 @@ class Git:
             else:
                 lines.append(f"update {ref} {new} {old if old is not None else ZERO}")
         lines += ["prepare", "commit", ""]
-        self.run("update-ref", "-m", msg, "--stdin", input="\n".join(lines))
+        check_interrupted()         # an interrupt Python swallowed moves nothing either
+        try:
+            self.run("update-ref", "-m", msg, "--stdin", input="\n".join(lines))
+        except BaseException:
+            # Interrupted (or failed): the transaction may have been
+            # committed all the same; what an interrupt says must be true.
+            if all(self.ref(ref) == (None if new == ZERO else new) for ref, new, _ in updates):
+                MOVED.extend(ref for ref, _, _ in updates)
+            raise
+        MOVED.extend(ref for ref, _, _ in updates)
 
 
 @contextmanager

@@ -32,6 +32,18 @@ MODE_LINES = {b"old mode ": "old_mode", b"new mode ": "new_mode",
               b"deleted file mode ": "old_mode", b"new file mode ": "new_mode"}
 
 
+def plain_path(path: str) -> bool:
+    """Whether git takes path as it is, on any system: no empty component,
+    none that starts with a dot (".", "..", ".git" in any case, and every
+    name git reserves starts with one) and nothing git's NTFS and HFS
+    protections look at (a tilde, a backslash, a colon, a trailing dot or
+    space, non-ASCII).  Any other path is left to `git apply`, which
+    refuses exactly the paths git refuses (verify_path)."""
+    return path.isascii() and all(
+        c and c[0] != "." and c[-1] not in ". " and not any(x in c for x in "~\\:")
+        for c in path.split("/"))
+
+
 class Unusual(Exception):
     """The patch is not of the kind applied here; let git apply it."""
 
@@ -103,6 +115,8 @@ def _file(lines: list[bytes], i: int) -> tuple[FileDiff, int]:
     if not m:
         raise Unusual("a diff --git line with unusual names")
     a, b = (g.decode() for g in m.groups())
+    if not (plain_path(a) and plain_path(b)):
+        raise Unusual("a path git may refuse")
     fd = FileDiff(a, b)
     renamed: dict[str, str] = {}
     new = deleted = False

@@ -13,11 +13,14 @@ from __future__ import annotations
 import hashlib
 import re
 import subprocess
+import sys
 import tarfile
+import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktopic.errors import Failure, KtopicError
+from ktopic.errors import Failure, KtopicError, check_interrupted
 from ktopic.plumbing.gitutil import Git
 from ktopic.model.manifest import Manifest
 from ktopic.model.workdir import Workdir
@@ -116,6 +119,8 @@ def _point_base(git: Git, commit: str, new_ref: str | None = None) -> None:
 def _fast_import(git: Git, tarball: Path, digest: str, version: str,
                  debian_version: str, m: Manifest, parent: str | None) -> str:
     tmp_ref = "refs/ktopic/tmp/import-base"
+    packs = git.git_dir / "objects" / "pack"
+    tmp_packs = set(packs.glob("tmp_pack_*"))
     proc = subprocess.Popen(["git", "fast-import", "--quiet", "--done"],
                             stdin=subprocess.PIPE, env=git._env(None))
     out = proc.stdin
@@ -124,9 +129,27 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
     mtime = 0
     makefile_seen = False
     try:
-        xz = subprocess.Popen(["xz", "-dc", "-T0", str(tarball)], stdout=subprocess.PIPE)
-        with tarfile.open(fileobj=xz.stdout, mode="r|") as tar:
+        xz_err = tempfile.TemporaryFile()
+        xz = subprocess.Popen(["xz", "-dc", "-T0", str(tarball)], stdout=subprocess.PIPE,
+                              stderr=xz_err)
+        meter = _Meter(_uncompressed_size(tarball))
+        try:
+            tar = tarfile.open(fileobj=_Counting(xz.stdout, meter), mode="r|")
+        except tarfile.TarError as e:
+            try:
+                xz.wait(timeout=2)
+            except subprocess.TimeoutExpired:      # xz data, but not a tar
+                xz.kill()
+                xz.wait()
+            xz_err.seek(0)
+            why = xz_err.read().decode(errors="replace").strip().splitlines()
+            why = why[0].split(": ")[-1] if why else f"not a tar archive ({e})"
+            raise KtopicError(f"base tarball {tarball} is not an xz-compressed tar: {why}",
+                              m.display(), m.base.lines.get("tarball")) from None
+        with tar:
             for member in tar:
+                check_interrupted()
+                meter.files += 1
                 parts = member.name.split("/", 1)
                 if len(parts) < 2 or not parts[1] or member.isdir():
                     continue
@@ -156,6 +179,7 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
                 out.write(data)
                 out.write(b"\n")
                 files.append((mode, mark, path))
+        meter.close()
         if xz.wait() != 0:
             raise Failure(f"xz could not decompress {tarball}")
         if not makefile_seen:
@@ -180,8 +204,13 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
             raise Failure("git fast-import failed")
         commit = git.ref(tmp_ref)
     except BaseException:
+        if "meter" in locals():
+            meter.close()
         proc.kill()
         proc.wait()
+        # The pack fast-import was writing (tens of MB) is of no use now.
+        for p in set(packs.glob("tmp_pack_*")) - tmp_packs:
+            p.unlink(missing_ok=True)
         raise
     finally:
         if git.ref(tmp_ref):
@@ -193,3 +222,63 @@ def _quote(path: str) -> bytes:
     if any(c in path for c in '"\\\n') or path.startswith('"'):
         return b'"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").encode() + b'"'
     return path.encode()
+
+
+def _uncompressed_size(tarball: Path) -> int | None:
+    """The tar stream's size, from the xz index (read in milliseconds)."""
+    r = subprocess.run(["xz", "--robot", "--list", str(tarball)], capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        f = line.split("\t")
+        if f[0] == "totals" and len(f) > 4 and f[4].isdigit():
+            return int(f[4])
+    return None
+
+
+class _Meter:
+    """How far the import is, on stderr: a bar on a terminal; in a log, a
+    line every INTERVAL seconds (a CI log is never silent for long)."""
+    INTERVAL = 10.0
+
+    def __init__(self, total: int | None, stream=None):
+        self.total, self.done, self.files = total, 0, 0
+        self.stream = stream or sys.stderr
+        self.bar = None
+        self.last = time.monotonic()
+        if self.stream.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+            self.bar = Progress(TextColumn("[bold]import-base"), BarColumn(), TaskProgressColumn(),
+                                TextColumn("{task.fields[files]} files"),
+                                console=Console(file=self.stream), transient=True)
+            self.task = self.bar.add_task("", total=total, files=0)
+            self.bar.start()
+
+    def add(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done, files=self.files)
+        elif now - self.last >= self.INTERVAL:
+            self.last = now
+            mb = self.done >> 20
+            what = f"{100 * self.done // self.total}% ({mb} of {self.total >> 20} MB" \
+                if self.total else f"({mb} MB"
+            print(f"ktopic: import-base: {what}, {self.files} files)", file=self.stream,
+                  flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+class _Counting:
+    """A file object that tells the meter how much was read through it."""
+
+    def __init__(self, f, meter: _Meter):
+        self.f, self.meter = f, meter
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.meter.add(len(data))
+        return data

@@ -212,6 +212,10 @@ class Stacker:
             h = p.hunk_at(file, line)
             hunk = f"hunk #{h.number} ({h.header})" if h else f"the hunk at line {line}"
             return ApplyError(p, file, hunk, "does not apply")
+        m = re.search(r"^error: invalid path '(.*)'$", stderr, re.M)
+        if m:
+            return ApplyError(p, m.group(1), "path",
+                              "invalid path: git refuses it")
         m = re.search(r"^error: (.+?): (does not exist in index|already exists in index)$",
                       stderr, re.M)
         if m:

@@ -255,7 +255,7 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     if not head:
         raise KtopicError(f"branch {t.branch} does not exist in the work repository: run "
                           f"`ktopic generate` first")
-    base = base_commit(git)
+    base = base_commit(git, m)
     gen = Generator(m, wd)
     start = base if t.label == "integration" else gen.start_of(base, name)
     expected = gen.integration_head(base) if t.label == "integration" else gen.head_of(base, name)

@@ -49,7 +49,7 @@ def tag_message(m: Manifest, label: str, rev: revisions.Revision, git: Git) -> s
     if t.depends:
         lines += [""] + cover.wrap("Applies on top of " + ", ".join(t.depends) + ".")
     lines += cover.section("Base")
-    lines += cover.base_lines(m, base_commit(git), mail=False)
+    lines += cover.base_lines(m, base_commit(git, m), mail=False)
     lines += cover.section("CI results")
     lines += cover.ci_lines(m.root / "out" / "report.json", t.branch, rev.head, rev.tree) or \
         cover.wrap(f"No CI results for tree {rev.tree[:12]} yet.")
