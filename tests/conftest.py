@@ -34,6 +34,77 @@ class Run:
         return f"Run(status={self.status}, out={self.out!r}, err={self.err!r})"
 
 
+# --- required parts: a skip is a failure under make test and CI ----------------
+#
+# A test that cannot run because something it needs is missing (the tarball,
+# the work repository, b4, chromium, cpio...) calls missing() or carries a
+# skipif whose reason starts "missing <part>:".  Run by hand, such a test is
+# skipped, saying so.  Under `make test` (KTOPIC_TEST_STRICT=1) or in CI
+# (CI=true) every skip is a failure that names what is missing, except in
+# tests marked @pytest.mark.optional: deliberately optional variants, whose
+# skip reason says how to run them.
+
+def strict() -> bool:
+    return os.environ.get("KTOPIC_TEST_STRICT") == "1" or os.environ.get("CI") == "true"
+
+
+def missing(part: str, how: str):
+    """Skip (fail under make test / CI): `part` is not there; `how` gets it."""
+    pytest.skip(f"missing {part}: {how}")
+
+
+def path_without(bindir: Path, *names: str) -> str:
+    """A PATH with every program of the current one but `names` (symbolic
+    links in bindir): a machine where those are not installed."""
+    bindir.mkdir(parents=True, exist_ok=True)
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        if not os.path.isdir(d):
+            continue
+        for entry in os.scandir(d):
+            link = bindir / entry.name
+            if entry.name not in names and not link.exists() and not link.is_symlink():
+                link.symlink_to(entry.path)
+    return str(bindir)
+
+
+def _skip_reason(rep) -> str:
+    lr = rep.longrepr
+    reason = lr[2] if isinstance(lr, tuple) and len(lr) == 3 else str(lr)
+    return reason.removeprefix("Skipped: ")
+
+
+_MISSING: dict[str, list[str]] = {}
+
+
+def _fail_skip(rep, optional: bool) -> None:
+    if not rep.skipped or hasattr(rep, "wasxfail") or optional or not strict():
+        return
+    reason = _skip_reason(rep)
+    _MISSING.setdefault(reason, []).append(rep.nodeid)
+    rep.outcome = "failed"
+    rep.longrepr = f"{reason} (make test and CI=true do not skip: install it, or mark the test optional)"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_skip(outcome.get_result(), item.get_closest_marker("optional") is not None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _fail_skip(outcome.get_result(), False)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per missing part, however many tests it failed."""
+    for reason, nodes in _MISSING.items():
+        what = f"MISSING {reason[8:]}" if reason.startswith("missing ") else f"SKIP NOT ALLOWED: {reason}"
+        terminalreporter.write_line(f"{what} ({len(nodes)} test{'s' * (len(nodes) != 1)})",
+                                    red=True, bold=True)
+
+
 @pytest.fixture
 def ktopic(capsys):
     def run(*args: str) -> Run:
@@ -252,7 +323,7 @@ def generated(imported, ktopic) -> Project:
 def real_workdir(tmp_path_factory) -> Path:
     """A work directory with the real tarball imported (once per session)."""
     if not REAL_TARBALL.exists():
-        pytest.skip(f"{REAL_TARBALL} is not installed (make deps installs linux-source-6.1)")
+        missing(f"{REAL_TARBALL}", "make deps installs linux-source-6.1")
     wd = tmp_path_factory.mktemp("real") / "work"
     r = subprocess.run([sys.executable, str(REPO / "tools/bin/ktopic"), "-w", str(wd), "import-base"],
                        capture_output=True, text=True)

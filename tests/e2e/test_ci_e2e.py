@@ -396,6 +396,7 @@ def test_second_run_is_cached(run, setup):
     assert secs < 60, secs
 
 
+@pytest.mark.optional
 @pytest.mark.skipif(os.environ.get("KTOPIC_E2E_KASAN") != "1",
                     reason="KTOPIC_E2E_KASAN=1 runs it (a KASAN build of the base)")
 def test_kasan_variant(setup):

@@ -11,14 +11,14 @@ import time
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, missing
 
 pytestmark = pytest.mark.e2e
 
 
 def test_mail_closures_output(real_workdir, tmp_path, monkeypatch):
     if shutil.which("b4") is None:
-        pytest.skip("b4 is not installed")
+        missing("b4", "apt-get install b4 (make deps)")
     cfg = tmp_path / "gitconfig"
     cfg.write_text("")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
