@@ -105,6 +105,55 @@ def pytest_terminal_summary(terminalreporter):
                                     red=True, bold=True)
 
 
+# --- unit tests are hermetic ------------------------------------------------------
+
+def hermetic_env(mp: pytest.MonkeyPatch, base: Path) -> None:
+    """Point the default work directory (~/.cache/ktopic: validated-manifest
+    stamps, caches, a work repository) and HOME under base."""
+    for var, sub in (("HOME", "home"), ("XDG_CACHE_HOME", "home/.cache"),
+                     ("XDG_CONFIG_HOME", "home/.config"), ("KTOPIC_WORKDIR", "default-work")):
+        (base / sub).mkdir(parents=True, exist_ok=True)
+        mp.setenv(var, str(base / sub))
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_unit_tests(request, tmp_path_factory, monkeypatch):
+    """A unit test uses only its temporary directories: not the user's work
+    repository, nor the default work directory's stamps and caches."""
+    if (REPO / "tests" / "unit") in Path(request.node.path).parents:
+        hermetic_env(monkeypatch, tmp_path_factory.mktemp("hermetic"))
+    yield
+
+
+KERNEL_FILES = ["scripts/checkpatch.pl", "scripts/spelling.txt", "scripts/const_structs.checkpatch",
+                "scripts/get_maintainer.pl", "tools/testing/kunit/kunit_*.py"]
+
+
+@pytest.fixture(scope="session")
+def kernel_files(request, tmp_path_factory) -> Path:
+    """The few files of the real kernel tree the unit tests run (checkpatch,
+    get_maintainer, the KUnit parser), from the packaged tarball.  tar reads
+    the whole tarball (half a minute), so they are kept in pytest's cache,
+    keyed by the tarball's size and date; never in the work directory."""
+    if not REAL_TARBALL.exists():
+        missing(f"{REAL_TARBALL}", "make deps installs linux-source-6.1")
+    st = REAL_TARBALL.stat()
+    name = f"kernel-files-{st.st_size}-{int(st.st_mtime)}"
+    cache = getattr(request.config, "cache", None)
+    parent = cache.mkdir("ktopic") if cache is not None else tmp_path_factory.mktemp("kernel")
+    d = Path(parent) / name
+    if not (d / ".complete").exists():
+        tmp = d.with_name(f"{name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        subprocess.run(["tar", "-xJf", str(REAL_TARBALL), "-C", str(tmp), "--strip-components=1",
+                        "--wildcards", *[f"linux-source-6.1/{f}" for f in KERNEL_FILES]], check=True)
+        (tmp / ".complete").touch()
+        shutil.rmtree(d, ignore_errors=True)
+        tmp.rename(d)
+    return d
+
+
 @pytest.fixture
 def ktopic(capsys):
     def run(*args: str) -> Run:
@@ -300,7 +349,9 @@ def _imported_template(tmp_path_factory, tarball, patches_text) -> Path:
     for rel, text in patches_text.items():
         (wd.parent / "patches" / rel).parent.mkdir(parents=True, exist_ok=True)
         (wd.parent / "patches" / rel).write_text(text)
-    assert cli.main(["-m", str(manifest), "-w", str(wd), "import-base"]) == 0
+    with pytest.MonkeyPatch.context() as mp:
+        hermetic_env(mp, wd.parent / "env")
+        assert cli.main(["-m", str(manifest), "-w", str(wd), "import-base"]) == 0
     return wd
 
 
