@@ -150,6 +150,18 @@ def test_style_warning_fails_quoted_then_passes_waived(proj):
     assert "waived WARNING:LONG_LINE: the comment is a table, kept whole" in "\n".join(check.render(tv))
 
 
+def test_stale_waiver_is_noted(proj):
+    """A waiver that excuses nothing in its patch: the topic passes, and the
+    waiver is named so that it can go."""
+    proj.add("0001-four.patch", [("lib/counter.c", "return 3;", "return 4;")],
+             "lib/counter: return four", waivers=[("LONG_LINE", "the comment is a table, kept whole")])
+    tv = proj.check()[0]
+    assert tv.ok, check.render(tv)
+    assert [n for n in tv.notes if "waiver" in n] == \
+        ["patches/counters/0001-four.patch: waiver LONG_LINE matches nothing (stale?)"], tv.notes
+    assert "waiver LONG_LINE matches nothing (stale?)" in "\n".join(check.render(tv))
+
+
 def test_errors_cannot_be_waived(proj):
     proj.add("0001-ws.patch", [("lib/counter.c", "return 3; }\n", "return 3; }   \n")],
              "lib/counter: trailing space", waivers=[("TRAILING_WHITESPACE", "not allowed to")])

@@ -54,6 +54,15 @@ CASES = [
     ("wrong-format-version", "version: 1\n", "version: 2\n", "version: 2", "version: 1 was expected"),
     ("bad-check", "            contains: '^# define __flatten'\n", "            lacks: 'x'\n            contains: 'y'\n",
      "          - file: include", "checks.0: {"),
+    ("waiver-without-reason", "      - 0001-lib-names-rename.patch\n",
+     "      - file: 0001-lib-names-rename.patch\n        waivers:\n          - {type: LONG_LINE}\n",
+     "          - {type: LONG_LINE}", "topics.names.patches.0.waivers.0: 'reason' is a required property"),
+    ("waiver-empty-reason", "      - 0001-lib-names-rename.patch\n",
+     "      - file: 0001-lib-names-rename.patch\n        waivers:\n          - {type: LONG_LINE, reason: ''}\n",
+     "          - {type: LONG_LINE", "topics.names.patches.0.waivers.0.reason: '' is too short"),
+    ("waiver-blank-reason", "      - 0001-lib-names-rename.patch\n",
+     "      - file: 0001-lib-names-rename.patch\n        waivers:\n          - {type: LONG_LINE, reason: '            '}\n",
+     "          - {type: LONG_LINE", "waiver LONG_LINE of 0001-lib-names-rename.patch needs a reason"),
 ]
 
 
@@ -114,3 +123,22 @@ def test_a_bad_manifest_fails_every_time(generated, ktopic):
     for _ in range(2):
         r = ktopic(*generated.args("generate"))
         assert r.status == 2 and "invalid branch name 'topic/again..bad'" in r.err, r
+
+
+@pytest.mark.parametrize("waiver", ["{type: LONG_LINE}", "{type: LONG_LINE, reason: ''}",
+                                    "{type: LONG_LINE, reason: null}"])
+def test_waiver_needs_a_reason_past_the_schema(generated, ktopic, monkeypatch, waiver):
+    """The rule holds in the code too: with the schema not checked (as when its
+    required/minLength is weakened), one line naming the waiver, not a KeyError."""
+    from ktopic.model import manifest
+    monkeypatch.setattr(manifest, "_validate", lambda data, name: None)
+    before = generated.refs()
+    text = generated.manifest.read_text().replace(
+        "      - 0001-lib-names-rename.patch\n",
+        f"      - file: 0001-lib-names-rename.patch\n        waivers:\n          - {waiver}\n", 1)
+    generated.manifest.write_text(text)
+    line = text[:text.index("          - {type: LONG_LINE")].count("\n") + 1
+    r = ktopic(*generated.args("generate"))
+    assert (r.status, r.err) == (2, f"ktopic: branches.yaml:{line}: waiver LONG_LINE of "
+                                    "0001-lib-names-rename.patch needs a reason\n"), r
+    assert generated.refs() == before
