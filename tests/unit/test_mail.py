@@ -7,7 +7,6 @@ import email
 import json
 import os
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
@@ -210,12 +209,19 @@ def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
             self.got.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
             return "250 OK"
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    class AnyPort(Controller):
+        """Binds port 0 (the kernel picks a free one: no window in which
+        another process can take it) and reads the port back."""
+
+        def _trigger_server(self):
+            self.port = self.server.sockets[0].getsockname()[1]
+            super()._trigger_server()
+
     sink = Sink()
-    ctl = Controller(sink, hostname="127.0.0.1", port=port)
+    ctl = AnyPort(sink, hostname="127.0.0.1", port=0, ready_timeout=120)
     ctl.start()
+    port = ctl.port
+    assert port != 0
     try:
         quiet_git.write_text(f"[sendemail]\n\tsmtpserver = 127.0.0.1\n\tsmtpserverport = {port}\n")
         r = ktopic(*generated.args("mail", "integration", "--send"))
