@@ -34,6 +34,126 @@ class Run:
         return f"Run(status={self.status}, out={self.out!r}, err={self.err!r})"
 
 
+# --- required parts: a skip is a failure under make test and CI ----------------
+#
+# A test that cannot run because something it needs is missing (the tarball,
+# the work repository, b4, chromium, cpio...) calls missing() or carries a
+# skipif whose reason starts "missing <part>:".  Run by hand, such a test is
+# skipped, saying so.  Under `make test` (KTOPIC_TEST_STRICT=1) or in CI
+# (CI=true) every skip is a failure that names what is missing, except in
+# tests marked @pytest.mark.optional: deliberately optional variants, whose
+# skip reason says how to run them.
+
+def strict() -> bool:
+    return os.environ.get("KTOPIC_TEST_STRICT") == "1" or os.environ.get("CI") == "true"
+
+
+def missing(part: str, how: str):
+    """Skip (fail under make test / CI): `part` is not there; `how` gets it."""
+    pytest.skip(f"missing {part}: {how}")
+
+
+def path_without(bindir: Path, *names: str) -> str:
+    """A PATH with every program of the current one but `names` (symbolic
+    links in bindir): a machine where those are not installed."""
+    bindir.mkdir(parents=True, exist_ok=True)
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        if not os.path.isdir(d):
+            continue
+        for entry in os.scandir(d):
+            link = bindir / entry.name
+            if entry.name not in names and not link.exists() and not link.is_symlink():
+                link.symlink_to(entry.path)
+    return str(bindir)
+
+
+def _skip_reason(rep) -> str:
+    lr = rep.longrepr
+    reason = lr[2] if isinstance(lr, tuple) and len(lr) == 3 else str(lr)
+    return reason.removeprefix("Skipped: ")
+
+
+_MISSING: dict[str, list[str]] = {}
+
+
+def _fail_skip(rep, optional: bool) -> None:
+    if not rep.skipped or hasattr(rep, "wasxfail") or optional or not strict():
+        return
+    reason = _skip_reason(rep)
+    _MISSING.setdefault(reason, []).append(rep.nodeid)
+    rep.outcome = "failed"
+    rep.longrepr = f"{reason} (make test and CI=true do not skip: install it, or mark the test optional)"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_skip(outcome.get_result(), item.get_closest_marker("optional") is not None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _fail_skip(outcome.get_result(), False)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per missing part, however many tests it failed."""
+    for reason, nodes in _MISSING.items():
+        what = f"MISSING {reason[8:]}" if reason.startswith("missing ") else f"SKIP NOT ALLOWED: {reason}"
+        terminalreporter.write_line(f"{what} ({len(nodes)} test{'s' * (len(nodes) != 1)})",
+                                    red=True, bold=True)
+
+
+# --- unit tests are hermetic ------------------------------------------------------
+
+def hermetic_env(mp: pytest.MonkeyPatch, base: Path) -> None:
+    """Point the default work directory (~/.cache/ktopic: validated-manifest
+    stamps, caches, a work repository) and HOME under base."""
+    for var, sub in (("HOME", "home"), ("XDG_CACHE_HOME", "home/.cache"),
+                     ("XDG_CONFIG_HOME", "home/.config"), ("KTOPIC_WORKDIR", "default-work")):
+        (base / sub).mkdir(parents=True, exist_ok=True)
+        mp.setenv(var, str(base / sub))
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_unit_tests(request, tmp_path_factory, monkeypatch):
+    """A unit test uses only its temporary directories: not the user's work
+    repository, nor the default work directory's stamps and caches."""
+    if (REPO / "tests" / "unit") in Path(request.node.path).parents:
+        hermetic_env(monkeypatch, tmp_path_factory.mktemp("hermetic"))
+    yield
+
+
+KERNEL_FILES = ["scripts/checkpatch.pl", "scripts/spelling.txt", "scripts/const_structs.checkpatch",
+                "scripts/get_maintainer.pl", "tools/testing/kunit/kunit_*.py"]
+
+
+@pytest.fixture(scope="session")
+def kernel_files(request, tmp_path_factory) -> Path:
+    """The few files of the real kernel tree the unit tests run (checkpatch,
+    get_maintainer, the KUnit parser), from the packaged tarball.  tar reads
+    the whole tarball (half a minute), so they are kept in pytest's cache,
+    keyed by the tarball's size and date; never in the work directory."""
+    if not REAL_TARBALL.exists():
+        missing(f"{REAL_TARBALL}", "make deps installs linux-source-6.1")
+    st = REAL_TARBALL.stat()
+    name = f"kernel-files-{st.st_size}-{int(st.st_mtime)}"
+    cache = getattr(request.config, "cache", None)
+    parent = cache.mkdir("ktopic") if cache is not None else tmp_path_factory.mktemp("kernel")
+    d = Path(parent) / name
+    if not (d / ".complete").exists():
+        tmp = d.with_name(f"{name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        subprocess.run(["tar", "-xJf", str(REAL_TARBALL), "-C", str(tmp), "--strip-components=1",
+                        "--wildcards", *[f"linux-source-6.1/{f}" for f in KERNEL_FILES]], check=True)
+        (tmp / ".complete").touch()
+        shutil.rmtree(d, ignore_errors=True)
+        tmp.rename(d)
+    return d
+
+
 @pytest.fixture
 def ktopic(capsys):
     def run(*args: str) -> Run:
@@ -229,7 +349,9 @@ def _imported_template(tmp_path_factory, tarball, patches_text) -> Path:
     for rel, text in patches_text.items():
         (wd.parent / "patches" / rel).parent.mkdir(parents=True, exist_ok=True)
         (wd.parent / "patches" / rel).write_text(text)
-    assert cli.main(["-m", str(manifest), "-w", str(wd), "import-base"]) == 0
+    with pytest.MonkeyPatch.context() as mp:
+        hermetic_env(mp, wd.parent / "env")
+        assert cli.main(["-m", str(manifest), "-w", str(wd), "import-base"]) == 0
     return wd
 
 
@@ -252,7 +374,7 @@ def generated(imported, ktopic) -> Project:
 def real_workdir(tmp_path_factory) -> Path:
     """A work directory with the real tarball imported (once per session)."""
     if not REAL_TARBALL.exists():
-        pytest.skip(f"{REAL_TARBALL} is not installed (make deps installs linux-source-6.1)")
+        missing(f"{REAL_TARBALL}", "make deps installs linux-source-6.1")
     wd = tmp_path_factory.mktemp("real") / "work"
     r = subprocess.run([sys.executable, str(REPO / "tools/bin/ktopic"), "-w", str(wd), "import-base"],
                        capture_output=True, text=True)

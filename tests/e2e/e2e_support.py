@@ -11,12 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
 from ktopic.model.workdir import Workdir  # noqa: E402
+
+from conftest import missing  # noqa: E402
 
 # Fixed identities and dates: the same test makes the same commit ids.
 GIT_ENV = {"GIT_AUTHOR_NAME": "ktopic e2e", "GIT_AUTHOR_EMAIL": "e2e@example.org",
@@ -56,7 +57,7 @@ def work_repo() -> tuple[Workdir, str]:
     when there is no work repository."""
     wd = Workdir(None)
     if not wd.git_dir.is_dir():
-        pytest.skip(f"no work repository at {wd.git_dir} (run ktopic import-base)")
+        missing(f"work repository {wd.git_dir}", "make import (ktopic import-base) makes it")
     return wd, git(wd.git_dir, "rev-parse", "--verify", "-q", "refs/heads/base")
 
 

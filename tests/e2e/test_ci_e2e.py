@@ -380,9 +380,7 @@ def test_config_that_does_not_stick(run):
 
 
 def test_second_run_is_cached(run, setup):
-    t0 = time.monotonic()
     p = ktopic(setup["root"], "ci", "--no-check", "e2e-warn", "e2e-kunit", "-o", str(setup["out"]))
-    secs = time.monotonic() - t0
     report = R.Report.from_json((setup["out"] / "report.json").read_text())
     by = {b.topic: b for b in report.branches}
     # Nothing built or booted again: passed stages say cached, failed ones
@@ -393,9 +391,9 @@ def test_second_run_is_cached(run, setup):
     assert by["e2e-kunit"].stage("test").status == "fail"
     assert p.returncode == 1
     assert find(by["e2e-warn"], "warning")
-    assert secs < 60, secs
 
 
+@pytest.mark.optional
 @pytest.mark.skipif(os.environ.get("KTOPIC_E2E_KASAN") != "1",
                     reason="KTOPIC_E2E_KASAN=1 runs it (a KASAN build of the base)")
 def test_kasan_variant(setup):

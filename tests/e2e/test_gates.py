@@ -30,7 +30,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 from e2e_support import MANIFEST_HEAD, REPO, commit_on, git, ktopic, project, work_repo
@@ -159,14 +158,12 @@ def test_unchanged_topic_is_cached_and_a_changed_commit_walked_again(setup):
 
     def run(name: str):
         out = root / f"{name}.json"
-        t0 = time.monotonic()
         p = ktopic(root, "check", "--bisect", "--warnings", "e2e-gates-clean", "-j2",
                    "--json", str(out))
-        secs = time.monotonic() - t0
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-        return p, json.loads(out.read_text())[0], secs
+        return p, json.loads(out.read_text())[0]
 
-    p, v, _ = run("clean1")
+    p, v = run("clean1")
     assert not v["bisect"]["cached"] and not v["warnings"]["cached"]
     assert [b["commit"] for b in v["bisect"]["builds"]] == [setup["clean"]]
     assert v["warnings"]["ok"] and v["warnings"]["files"] == ["init/main.c"]
@@ -174,22 +171,21 @@ def test_unchanged_topic_is_cached_and_a_changed_commit_walked_again(setup):
     built = log.stat().st_mtime_ns
 
     # Unchanged: from the cache, one line, nothing built, no W=1 run.
-    p, v, secs = run("clean2")
+    p, v = run("clean2")
     assert v["bisect"]["cached"] and v["warnings"]["cached"], p.stderr
     assert v["bisect"]["builds"][0]["commit"] == setup["clean"]
     cached = [ln for ln in p.stderr.splitlines() if ln.startswith("gates e2e/gates-clean:")]
     assert len(cached) == 1 and ": cached: bisect and warnings passed at " in cached[0], p.stderr
     assert "bisect e2e/gates-clean" not in p.stderr and "W=1 C=1" not in p.stderr
     assert "bisect: ok: 1/1 commits build [cached]" in p.stdout
-    assert log.stat().st_mtime_ns == built
-    assert secs < 20, secs          # a walk is minutes; this is python, git and the cache
+    assert log.stat().st_mtime_ns == built      # nothing was built: the cache answered
 
     # The commit changes (a comment at the end of init/main.c): walked again.
     changed = commit_on(wd.git_dir, setup["base"],
                         {"init/main.c": setup["main_c"] + DEFINE + ANSWER + "/* changed */\n"},
                         "init: ktopic_gates_answer() and its caller", setup["tmp"])
     git(wd.git_dir, "update-ref", "refs/heads/e2e/gates-clean", changed)
-    p, v, _ = run("clean3")
+    p, v = run("clean3")
     assert not v["bisect"]["cached"] and not v["warnings"]["cached"]
     assert [b["commit"] for b in v["bisect"]["builds"]] == [changed]
     assert "gates e2e/gates-clean: bisect and warnings at " in p.stderr
@@ -202,10 +198,20 @@ def test_real_patches_with_codespell(setup, tmp_path):
     out = tmp_path / "real.json"
     p = subprocess.run([sys.executable, str(REPO / "tools/bin/ktopic"), "check", "--json",
                         str(out)], capture_output=True, text=True, timeout=1800)
-    assert p.returncode in (0, 1), p.stderr
-    verdicts = json.loads(out.read_text())
-    assert {v["topic"] for v in verdicts} >= {"closures"}
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    check_real_verdicts(json.loads(out.read_text()))
+
+
+def check_real_verdicts(verdicts: list[dict]) -> None:
+    """Every topic of the manifest passes, a verdict per patch in order, no
+    stale waiver (what `make gates` requires of main)."""
+    from ktopic.model import manifest
+    m = manifest.load(REPO / "branches.yaml")
+    assert [v["topic"] for v in verdicts] == list(m.topics)
     for v in verdicts:
+        assert v["ok"], (v["topic"], v["notes"])
         assert "codespell" in v["versions"]["codespell"] and v["versions"]["b4"]
+        assert [pv["file"] for pv in v["patches"]] == \
+            [f"patches/{v['topic']}/{p.rel}" for p in m.topics[v["topic"]].patches]
         for pv in v["patches"]:
-            assert pv["total"].startswith("total: ")
+            assert pv["ok"] and pv["total"].startswith("total: ") and not pv["unused_waivers"], pv

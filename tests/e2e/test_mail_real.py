@@ -11,14 +11,14 @@ import time
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, missing
 
 pytestmark = pytest.mark.e2e
 
 
 def test_mail_closures_output(real_workdir, tmp_path, monkeypatch):
     if shutil.which("b4") is None:
-        pytest.skip("b4 is not installed")
+        missing("b4", "apt-get install b4 (make deps)")
     cfg = tmp_path / "gitconfig"
     cfg.write_text("")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
@@ -38,8 +38,9 @@ def test_mail_closures_output(real_workdir, tmp_path, monkeypatch):
     assert r.returncode == 0, r.stderr
     t0 = time.monotonic()
     out = tmp_path / "mail-out"
+    # The time-out only catches a hang: the run's time is a benchmark's business.
     r = subprocess.run(ktopic + ["mail", "closures", "--output", str(out)],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, timeout=1800)
     seconds = time.monotonic() - t0
     assert r.returncode == 0, r.stderr
     print(r.stdout, f"mail took {seconds:.1f} s")
@@ -60,4 +61,3 @@ def test_mail_closures_output(real_workdir, tmp_path, monkeypatch):
     assert "base-commit:" not in body
     # the sparse worktree checked nothing out, and is gone
     assert not (wd / "mail-worktrees" / "closures").exists()
-    assert seconds < 120

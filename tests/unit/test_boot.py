@@ -4,10 +4,10 @@ time-out, and that no process outlives a boot."""
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -44,13 +44,20 @@ def run(tmp_path, monkeypatch, body, **kw) -> boot.BootResult:
     return boot.boot(req)
 
 
+def gone(pid: int, within: float = 30.0) -> bool:
+    """Whether pid dies within `within` seconds (generous: only a process
+    that is never killed takes that long, not a slow machine)."""
+    end = time.monotonic() + within
+    while alive(pid):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def no_leftovers(tmp_path):
     for pid in map(int, (tmp_path / "pids").read_text().split()):
-        for _ in range(50):
-            if not alive(pid):
-                break
-            time.sleep(0.02)
-        assert not alive(pid), f"process {pid} outlived the boot"
+        assert gone(pid), f"process {pid} outlived the boot"
 
 
 def test_command_line_has_the_contract():
@@ -80,9 +87,9 @@ def test_done_then_power_off(tmp_path, monkeypatch):
 
 def test_done_but_no_power_off_is_killed_after_grace(tmp_path, monkeypatch):
     r = run(tmp_path, monkeypatch, "echo 'ktopic-init: done'; sleep 60\n",
-            timeout=20, silence=10, grace=0.5)
+            timeout=120, silence=100, grace=1)
     assert r.status == "done" and "did not power off" in r.message
-    assert r.seconds < 5
+    assert r.seconds < 50           # the guest sleeps 60 s: not waited for
     no_leftovers(tmp_path)
 
 
@@ -94,33 +101,29 @@ def test_exit_before_done(tmp_path, monkeypatch):
 
 
 def test_silence(tmp_path, monkeypatch):
-    r = run(tmp_path, monkeypatch, "echo hello; sleep 60\n", timeout=30, silence=0.7)
+    r = run(tmp_path, monkeypatch, "echo hello; sleep 60\n", timeout=120, silence=2)
     assert r.status == "silence" and "no console output" in r.message
-    assert r.seconds < 5
+    assert r.seconds < 50           # the guest sleeps 60 s: not waited for
     no_leftovers(tmp_path)
 
 
 def test_overall_timeout_with_chatty_guest(tmp_path, monkeypatch):
-    r = run(tmp_path, monkeypatch, "while :; do echo tick; sleep 0.1; done\n",
-            timeout=1.0, silence=10)
+    r = run(tmp_path, monkeypatch, "echo tick; while :; do echo tick; sleep 0.1; done\n",
+            timeout=3, silence=100)
     assert r.status == "timeout"
-    assert r.console.read_text().count("tick") >= 3
+    assert r.console.read_text().count("tick") >= 1
     no_leftovers(tmp_path)
 
 
 def test_sigterm_kills_qemu(tmp_path, monkeypatch):
-    """SIGTERM while QEMU runs: the boot unwinds and the group is gone."""
-    monkeypatch.setattr(boot, "QEMU", str(fake_qemu(tmp_path, "echo up; sleep 60\n")))
+    """SIGTERM while QEMU runs: the boot unwinds and the group is gone.
+    QEMU itself sends it, once running (a timer could fire before)."""
+    monkeypatch.setattr(boot, "QEMU", str(fake_qemu(
+        tmp_path, f"echo up; kill -TERM {os.getpid()}; sleep 60\n")))
     req = boot.BootRequest(kernel=tmp_path / "k", initrd=tmp_path / "i",
-                           console=tmp_path / "console.log", timeout=30, silence=30)
-    old = signal.signal(signal.SIGALRM, lambda *a: os.kill(os.getpid(), signal.SIGTERM))
-    signal.setitimer(signal.ITIMER_REAL, 0.5)
-    try:
-        with pytest.raises(SystemExit):
-            boot.boot(req)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+                           console=tmp_path / "console.log", timeout=120, silence=100)
+    with pytest.raises(SystemExit):
+        boot.boot(req)
     no_leftovers(tmp_path)
     assert not boot._live
 
@@ -131,8 +134,26 @@ def test_missing_qemu(tmp_path, monkeypatch):
     assert r.status == "error" and "cannot run" in r.message
 
 
-def test_speed_factor_is_at_least_one():
-    assert boot.speed_factor(samples=1) >= 1.0
+@pytest.mark.parametrize("dts,load,want", [
+    ((0.1,), 0.5, 1.0),            # faster than the reference machine, idle: never below 1
+    ((0.4,), 0.5, 2.0),            # one core half as fast as the reference's
+    ((0.1,), 3.0, 3.0),            # a fast core, but three runnable tasks per CPU
+    ((0.5, 0.4, 0.6), 3.0, 6.0),   # the best of the samples, times the load
+    ((0.4,), None, 2.0),           # no load average: the speed alone
+])
+def test_speed_factor_is_core_speed_times_load(monkeypatch, dts, load, want):
+    """The loop's time against the reference (0.2 s), times the run-queue
+    load per CPU; both with fakes, so the figures are exact."""
+    ticks = iter([t for i, dt in enumerate(dts) for t in (10.0 * i, 10.0 * i + dt)])
+    monkeypatch.setattr(boot, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
+    monkeypatch.setattr(boot.os, "cpu_count", lambda: 4)
+
+    def loadavg():
+        if load is None:
+            raise OSError("no /proc/loadavg")
+        return (4 * load, 0.0, 0.0)
+    monkeypatch.setattr(boot.os, "getloadavg", loadavg)
+    assert boot.speed_factor(samples=len(dts)) == pytest.approx(want)
 
 
 def test_kvm_probe_is_cached(tmp_path, monkeypatch):
@@ -173,16 +194,12 @@ def test_qemu_dies_with_a_killed_ktopic(tmp_path):
             " timeout=60, silence=60))\n")
     runner = sp.Popen([sys.executable, "-c", code])
     qpid_file = tmp_path / "qpid"
-    for _ in range(200):
-        if qpid_file.exists() and qpid_file.read_text().strip():
-            break
+    end = time.monotonic() + 60
+    while not (qpid_file.exists() and qpid_file.read_text().strip()):
+        assert time.monotonic() < end and runner.poll() is None, "the fake QEMU never started"
         time.sleep(0.02)
     qpid = int(qpid_file.read_text())
     assert alive(qpid)
     runner.kill()
     runner.wait()
-    for _ in range(100):
-        if not alive(qpid):
-            break
-        time.sleep(0.02)
-    assert not alive(qpid)
+    assert gone(qpid)

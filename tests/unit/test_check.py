@@ -1,28 +1,26 @@
 """ktopic check: checkpatch and series hygiene on a synthetic tree that
 carries the real kernel's scripts/checkpatch.pl and get_maintainer.pl.
 
-The real scripts come from the default work repository's base commit when
-it has one (instant), else from /usr/src/linux-source-6.1.tar.xz, extracted
-once into the tool's cache (tar reads the tarball once); without either the
-tests are skipped, saying so.  checkpatch runs here without the codespell
+The real scripts come from /usr/src/linux-source-6.1.tar.xz (conftest's
+kernel_files: extracted once, kept in pytest's cache); without it the tests
+are skipped, saying so (under make test and CI=true: they fail).  checkpatch runs here without the codespell
 dictionary (it costs seconds per run); tests/e2e/test_gates.py runs it
 with codespell on the real patches.
 """
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import IDENT, REAL_TARBALL, TREE, make_patch, make_tarball
+from conftest import IDENT, TREE, hermetic_env, make_patch, make_tarball
 
 from ktopic.gates import check, checkpatch, hygiene
 from ktopic.model import manifest
 from ktopic.model import results as R
-from ktopic.model.workdir import Workdir, default_root
+from ktopic.model.workdir import Workdir
 
 SCRIPTS = ["scripts/checkpatch.pl", "scripts/spelling.txt", "scripts/const_structs.checkpatch",
            "scripts/get_maintainer.pl"]
@@ -46,34 +44,6 @@ F:	lib/names.c
 """
 
 
-def _real_scripts() -> dict[str, str]:
-    gd = Workdir(None).git_dir
-    if gd.is_dir():
-        out = {}
-        for rel in SCRIPTS:
-            p = subprocess.run(["git", f"--git-dir={gd}", "show", f"refs/heads/base:{rel}"],
-                               capture_output=True, text=True)
-            if p.returncode:
-                break
-            out[rel] = p.stdout
-        else:
-            return out
-    if not REAL_TARBALL.exists():
-        pytest.skip(f"no kernel scripts: neither a work repository with a base nor {REAL_TARBALL}")
-    st = REAL_TARBALL.stat()
-    cache = default_root() / "cache" / f"test-kernel-scripts-{st.st_size}-{int(st.st_mtime)}"
-    if not all((cache / r).is_file() for r in SCRIPTS):
-        tmp = cache.with_name(cache.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        subprocess.run(["tar", "-xJf", str(REAL_TARBALL), "-C", str(tmp), "--occurrence=1",
-                        "--strip-components=1", *[f"linux-source-6.1/{r}" for r in SCRIPTS]],
-                       check=True)
-        shutil.rmtree(cache, ignore_errors=True)
-        tmp.rename(cache)
-    return {r: (cache / r).read_text() for r in SCRIPTS}
-
-
 TOP = {"COPYING": "GPL\n", "CREDITS": "\n", "Kbuild": "\n", "MAINTAINERS": MAINTAINERS}
 for _d in ("Documentation", "arch", "drivers", "fs", "init", "ipc", "kernel"):
     TOP[f"{_d}/README"] = "placeholder\n"
@@ -82,8 +52,8 @@ HEADER = "// SPDX-License-Identifier: GPL-2.0\n"
 
 
 @pytest.fixture(scope="module")
-def base_files() -> dict[str, str]:
-    files = dict(TREE, **TOP, **_real_scripts())
+def base_files(kernel_files) -> dict[str, str]:
+    files = dict(TREE, **TOP, **{r: (kernel_files / r).read_text() for r in SCRIPTS})
     return files
 
 
@@ -96,7 +66,9 @@ def workdir(tmp_path_factory, base_files) -> Path:
     (tmp / "branches.yaml").write_text(_manifest(tarball, {}))
     from ktopic import cli
     wd = tmp / "work"
-    assert cli.main(["-m", str(tmp / "branches.yaml"), "-w", str(wd), "import-base"]) == 0
+    with pytest.MonkeyPatch.context() as mp:
+        hermetic_env(mp, tmp / "env")
+        assert cli.main(["-m", str(tmp / "branches.yaml"), "-w", str(wd), "import-base"]) == 0
     return wd
 
 
@@ -176,6 +148,18 @@ def test_style_warning_fails_quoted_then_passes_waived(proj):
     assert tv.ok, check.render(tv)
     assert tv.patches[0].cached                     # the waiver did not re-run checkpatch
     assert "waived WARNING:LONG_LINE: the comment is a table, kept whole" in "\n".join(check.render(tv))
+
+
+def test_stale_waiver_is_noted(proj):
+    """A waiver that excuses nothing in its patch: the topic passes, and the
+    waiver is named so that it can go."""
+    proj.add("0001-four.patch", [("lib/counter.c", "return 3;", "return 4;")],
+             "lib/counter: return four", waivers=[("LONG_LINE", "the comment is a table, kept whole")])
+    tv = proj.check()[0]
+    assert tv.ok, check.render(tv)
+    assert [n for n in tv.notes if "waiver" in n] == \
+        ["patches/counters/0001-four.patch: waiver LONG_LINE matches nothing (stale?)"], tv.notes
+    assert "waiver LONG_LINE matches nothing (stale?)" in "\n".join(check.render(tv))
 
 
 def test_errors_cannot_be_waived(proj):

@@ -62,13 +62,25 @@ def test_what_git_would_rewrite_is_left_to_it(name, email, date, msg):
     assert commitobj.commit_bytes("0" * 40, "1" * 40, name, email, date, msg) is None
 
 
-def test_dates_as_git_reads_them(git):
+@pytest.mark.parametrize("date", [
+    "Fri, 1 Jan 1971 00:00:00 +0000", "Wed, 1 Mar 2000 01:02:03 -1130",
+    "Tue, 29 Feb 2000 12:00:00 +0000", "Sun, 1 Jan 2023 00:00:00 -0000",
+    "Mon, 10 Jun 2019 15:14:08 -0400", "Thu, 3 Dec 2026 06:25:26 +0530",
+    "Thu, 31 Dec 2099 23:59:59 +1400", "Sat, 31 Dec 2005 23:59:59 -0930",
+])
+def test_dates_as_git_reads_them(git, date):
     tree = git.run("mktree", input="").strip()
-    for date in ("Fri, 9 Jan 1970 00:00:00 +0000", "Wed, 1 Mar 2000 01:02:03 -1130",
-                 "Mon, 28 Feb 2100 00:00:00 +0000"):
-        got = commitobj.git_date(date)
-        if got is None:
-            continue
-        c = commit_tree(git, tree, None, "N", "n@x", date, "m\n")
-        ident = git.run("cat-file", "commit", c).split("\nauthor ")[1].split("\n")[0]
-        assert ident.endswith("> " + got)
+    got = commitobj.git_date(date)
+    assert got is not None, date
+    c = commit_tree(git, tree, None, "N", "n@x", date, "m\n")
+    ident = git.run("cat-file", "commit", c).split("\nauthor ")[1].split("\n")[0]
+    assert ident.endswith("> " + got)
+
+
+@pytest.mark.parametrize("date", [
+    "Fri, 9 Jan 1970 00:00:00 +0000", "Mon, 28 Feb 2100 00:00:00 +0000",   # out of range
+    "Thu, 3 Dec 2026 24:00:00 +0000", "Thu, 3 Dec 2026 06:25:26 +0060",    # no such time
+    "3 Dec 2026 06:25:26 +0000",                                            # no weekday
+])
+def test_other_dates_are_left_to_git(date):
+    assert commitobj.git_date(date) is None

@@ -15,6 +15,8 @@ sys.path.insert(0, str(REPO / "tools"))
 from ktopic.kernel import initramfs  # noqa: E402
 from ktopic.errors import Failure  # noqa: E402
 
+from conftest import missing  # noqa: E402
+
 INIT = REPO / "qemu" / "init" / "init.c"
 
 
@@ -83,7 +85,7 @@ def test_cpio_tool_agrees(tmp_path, parts):
     try:
         p = subprocess.run(["cpio", "-it"], input=r.path.read_bytes(), capture_output=True)
     except FileNotFoundError:
-        pytest.skip("no cpio")
+        missing("cpio", "apt-get install cpio (make deps)")
     assert b"tests/zz_prog" in p.stdout and p.returncode == 0
 
 

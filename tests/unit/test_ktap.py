@@ -1,10 +1,9 @@
 """ktopic.kernel.ktap: several KTAP documents in one console, parsed by the kernel's
-own kunit_parser (from the work repository's base, or the packaged tarball)."""
+own kunit_parser (from the packaged tarball, or $KTOPIC_KUNIT_DIR)."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,33 +13,17 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
 from ktopic.kernel import ktap  # noqa: E402
-from ktopic.model.workdir import Workdir  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "consoles"
-TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 
 
 @pytest.fixture(scope="module")
-def parser(tmp_path_factory):
-    """kunit_parser from $KTOPIC_KUNIT_DIR, the work repository's base, or the
-    tarball (extracted once into the work directory's cache)."""
+def parser(request):
+    """kunit_parser from $KTOPIC_KUNIT_DIR, else from the packaged tarball
+    (conftest's kernel_files)."""
     if os.environ.get("KTOPIC_KUNIT_DIR"):
         return ktap.load_parser(Path(os.environ["KTOPIC_KUNIT_DIR"]))
-    wd = Workdir(None)
-    if wd.git_dir.is_dir():
-        try:
-            return ktap.load_parser(ktap.parser_dir(wd.git_dir, "refs/heads/base",
-                                                    wd.root / "cache"))
-        except Exception:
-            pass
-    cache = wd.root / "cache" / "kunit" / "from-tarball"
-    if not (cache / "kunit_parser.py").is_file():
-        if not TARBALL.is_file():
-            pytest.skip("no kernel tree to take kunit_parser from")
-        cache.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["tar", "-xJf", str(TARBALL), "-C", str(cache), "--strip-components=4",
-                        "--wildcards", "*/tools/testing/kunit/kunit_*.py"], check=True)
-    return ktap.load_parser(cache)
+    return ktap.load_parser(request.getfixturevalue("kernel_files") / "tools/testing/kunit")
 
 
 def parse(parser, name):

@@ -7,14 +7,15 @@ import email
 import json
 import os
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from conftest import path_without
 
-pytestmark = pytest.mark.skipif(shutil.which("b4") is None, reason="b4 is not installed")
+
+needs_b4 = pytest.mark.skipif(shutil.which("b4") is None, reason="missing b4: apt-get install b4 (make deps)")
 
 
 @pytest.fixture(autouse=True)
@@ -51,6 +52,7 @@ def _commit_project(root: Path, msg: str) -> None:
                     "commit", "-qm", msg], check=True)
 
 
+@needs_b4
 def test_reroll_in_a_fresh_clone_range_diff(generated, ktopic, tmp_path):
     """v1 mailed from one work directory; v2 from another that never had
     v1's commits: they are rebuilt from the patch files in the project's
@@ -179,6 +181,7 @@ def test_get_maintainer_from_the_branch_tree(tmp_path):
 
 # --- a real SMTP round trip on 127.0.0.1 ---------------------------------------
 
+@needs_b4
 def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
     """The integration branch, sent for real to an SMTP server on 127.0.0.1:
     numbering, cover letter, recipients, and git am of what arrived gives
@@ -206,12 +209,19 @@ def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
             self.got.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
             return "250 OK"
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    class AnyPort(Controller):
+        """Binds port 0 (the kernel picks a free one: no window in which
+        another process can take it) and reads the port back."""
+
+        def _trigger_server(self):
+            self.port = self.server.sockets[0].getsockname()[1]
+            super()._trigger_server()
+
     sink = Sink()
-    ctl = Controller(sink, hostname="127.0.0.1", port=port)
+    ctl = AnyPort(sink, hostname="127.0.0.1", port=0, ready_timeout=120)
     ctl.start()
+    port = ctl.port
+    assert port != 0
     try:
         quiet_git.write_text(f"[sendemail]\n\tsmtpserver = 127.0.0.1\n\tsmtpserverport = {port}\n")
         r = ktopic(*generated.args("mail", "integration", "--send"))
@@ -309,3 +319,15 @@ def test_bad_input_nothing_to_mail(generated, ktopic):
     _edit_manifest(generated, "    upstream:\n", "    to: [\"M <m@example.org>\"]\n    upstream:\n")
     r = ktopic(*generated.args("mail", "compiler"))
     assert r.status == 2 and "carries no patches of its own" in r.err, r
+
+
+def test_without_b4_one_line(generated, ktopic, tmp_path, monkeypatch):
+    """No b4 on PATH: one line naming it, nothing written (not a traceback)."""
+    monkeypatch.setenv("PATH", path_without(tmp_path / "bin", "b4"))
+    before = generated.refs()
+    r = ktopic(*generated.args("mail", "counters"))
+    assert r.status == 1, r
+    assert r.err.strip() == "ktopic: b4 is not installed (make deps installs it)", r.err
+    assert not (generated.root / "out").exists() and not (generated.root / "mail").exists()
+    # b4's working branch is recreated by every run; no other ref moved.
+    assert {k: v for k, v in generated.refs().items() if not k.startswith("refs/heads/b4/")} == before

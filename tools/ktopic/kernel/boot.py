@@ -180,11 +180,20 @@ def boot(req: BootRequest) -> BootResult:
     status, message, rc = "error", "", None
     stderr_path = req.console.with_name(req.console.stem + ".qemu-stderr")
     with _SignalsToExit(), open(req.console, "wb") as log, open(stderr_path, "wb") as err:
+        # SIGTERM/SIGHUP held from before QEMU starts until the try whose
+        # finally kills its group: one arriving in between would unwind
+        # past it and leave the group running.  QEMU gets the old mask.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGTERM, signal.SIGHUP))
+
+        def child_setup():
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            _die_with_parent()
         try:
             p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=err, start_new_session=True,
-                                 preexec_fn=_die_with_parent)
+                                 preexec_fn=child_setup)
         except OSError as e:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             return BootResult("error", 0.0, req.console, shlex.join(cmd),
                               message=f"cannot run {QEMU}: {e.strerror}")
         _live.add(p.pid)
@@ -194,6 +203,7 @@ def boot(req: BootRequest) -> BootResult:
         last = t0
         done_at = None
         try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             while True:
                 now = time.monotonic()
                 if done_at is not None and now - done_at > req.grace:

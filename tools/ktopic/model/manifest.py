@@ -372,8 +372,12 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
             if full in patch_owner:
                 raise terr(f"patch {rel!r} is listed twice (also in {patch_owner[full]})", "patches", i)
             patch_owner[full] = f"topic {tname}"
-            waivers = [] if isinstance(p, str) else [Waiver(w["type"], w["reason"])
-                                                     for w in p.get("waivers", [])]
+            waivers = []
+            for j, w in enumerate([] if isinstance(p, str) else p.get("waivers", [])):
+                if not isinstance(w.get("reason"), str) or not w["reason"].strip():
+                    raise terr(f"waiver {w.get('type')} of {rel} needs a reason",
+                               "patches", i, "waivers", j)
+                waivers.append(Waiver(w["type"], w["reason"]))
             patches.append(Patch(full, rel, t["patches"].lines[i], waivers))
         config = None
         if "config" in t:

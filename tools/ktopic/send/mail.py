@@ -395,8 +395,11 @@ class Worktree:
         self.run(["git", "checkout", "-q"], env)
 
     def run(self, argv: list[str], env: dict, input: str | None = None) -> str:
-        p = subprocess.run(argv, cwd=self.path, env=env, capture_output=True, text=True,
-                           input=input if input is not None else "")
+        try:
+            p = subprocess.run(argv, cwd=self.path, env=env, capture_output=True, text=True,
+                               input=input if input is not None else "")
+        except FileNotFoundError:
+            raise Failure(f"{argv[0]} is not installed (make deps installs it)") from None
         if p.returncode != 0:
             tail = (p.stderr.strip() or p.stdout.strip()).splitlines()[-3:]
             raise Failure(f"{' '.join(argv[:3])} failed in {self.path}: " + " / ".join(tail))
