@@ -16,7 +16,7 @@ from ktopic.runner.options import Options
 RESULT_VERSION = "1"
 TOOL_FILES = ("kernel/build.py", "kernel/boot.py", "runner/runner.py", "kernel/console_scan.py",
               "kernel/initramfs.py", "kernel/qkvm.py", "kernel/kconfig.py", "kernel/ktap.py",
-              "model/results.py")
+              "model/results.py", "runner/expect.py")
 
 
 def _hash(*parts) -> str:
