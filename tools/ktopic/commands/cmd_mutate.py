@@ -44,7 +44,9 @@ def run(args) -> int:
     mutants = {t: mut.load_mutants(mdir, t) for t in topics}
     opts = common.options_from_args(args)
     opts.check = False
-    opts.use_cache = not args.no_cache
+    # --no-cache is about the mutants: the base's and the branch's own results
+    # are ktopic ci's, cached by the same keys.
+    opts.use_cache = opts.base_cache = True
     targets = targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan, opts.kcsan)
     base = next(t for t in targets if t.topic == BASE)
     results: list[R.MutantResult] = []
@@ -60,7 +62,7 @@ def run(args) -> int:
                 continue
             t = [x for x in select(targets, [topic]) if x.topic == topic and not x.variant][0]
             print(f"{topic}: {len(mutants[topic])} mutant(s)", flush=True)
-            results += mut.mutate(runner, base, t, mutants[topic], use_cache=opts.use_cache,
+            results += mut.mutate(runner, base, t, mutants[topic], use_cache=not args.no_cache,
                                   on_result=show)
     report = _merge(out_dir, m.base.version, results, topics)
     rep.write_all(report, out_dir)
