@@ -290,3 +290,78 @@ def test_module_args_reach_the_initramfs(tmp_path):
 def test_init_passes_module_args():
     src = (REPO / "qemu" / "init" / "init.c").read_text()
     assert '"/etc/ktopic/modargs"' in src and "SYS_finit_module, fd, args, 0" in src
+
+
+# ------------------------------------------------------------------ the expect stage
+
+from test_ci import console, world  # noqa: E402,F401  (fixtures)
+from test_ktap import parser  # noqa: E402,F401  (fixture)
+from ktopic.kernel import boot as bootmod  # noqa: E402
+from ktopic.kernel import build as buildmod  # noqa: E402
+from ktopic.model.results import FAIL, PASS  # noqa: E402
+
+
+def test_expect_stage_one_boot_per_entry(world, monkeypatch, tmp_path):  # noqa: F811
+    w = world
+    (tmp_path / "repo" / "qemu" / "modules" / "exp").mkdir(parents=True)
+    monkeypatch.setattr(buildmod, "build_modules",
+                        lambda root, res, mods, jobs: ([tmp_path / f"{m.name}.ko" for m in mods],
+                                                       None, None))
+    initrds = []
+
+    def fake_initramfs(req):
+        initrds.append(req)
+        return initramfs.InitramfsResult(tmp_path / "initrd", "0" * 64, [])
+    monkeypatch.setattr(initramfs, "build_initramfs", fake_initramfs)
+    plain_boot = bootmod.boot
+    expect_consoles = {"expect-seen.log": (DATA / "real-lockdep.log").read_text(),
+                       "expect-missing.log": console(),
+                       "expect-extra.log": console(WARN_LINE)}
+
+    def boot(req):
+        if req.console.name.startswith("expect-"):
+            req.console.write_text(expect_consoles[req.console.name])
+            return bootmod.BootResult("done", 1.0, req.console, "qemu ...")
+        return plain_boot(req)
+    monkeypatch.setattr(bootmod, "boot", boot)
+    w.consoles.update({"base": console(), "topic_a": console()})
+    seen = manifest.Expect("seen", "exp", "case=1", "lockdep", "circular locking", 1)
+    missing = manifest.Expect("missing", "exp", "case=2", "lockdep", "recursive locking", 2)
+
+    def run(*entries):
+        ts = w.targets("a")
+        for t in ts:
+            if t.topic == "a":
+                t.expect = list(entries)
+        r = w.runner(use_cache=False, base_cache=False)
+        return [r.run(t) for t in ts][-1]
+
+    a = run(seen)
+    assert a.ok and a.stage("expect").status == PASS
+    assert a.stage("expect").summary == "1/1 expected report(s) seen"
+    # The module alone, with its parameters for /init.
+    assert [p.name for p in initrds[-1].test_modules] == ["exp.ko"]
+    assert initrds[-1].module_args == {"exp.ko": "case=1"}
+    assert (w.out / "topic_a" / "expect-seen.log").is_file()
+
+    a = run(seen, missing)
+    st = a.stage("expect")
+    assert not a.ok and st.status == FAIL
+    assert st.summary == "1/2 expected report(s) seen; failed: missing"
+    (f,) = [f for f in a.findings if not f.in_base]
+    assert f.kind == "expect" and "missing: expected a lockdep report matching " \
+        "/recursive locking/ from exp case=2" in f.message
+    assert "expect-missing.log" in f.message
+
+    # Another report in an expectation boot fails it, named by the entry.
+    extra = manifest.Expect("extra", "exp", "", "lockdep", "circular", 3)
+    expect_consoles["expect-extra.log"] = expect_consoles["expect-seen.log"].replace(
+        "ktopic-init: done", WARN_LINE + "ktopic-init: done")
+    a = run(extra)
+    assert not a.ok and [x.kind for x in a.findings if not x.in_base] == ["warning"]
+    assert a.findings[-1].message.startswith("extra: ")
+
+
+WARN_LINE = ("[    9.5] ------------[ cut here ]------------\n"
+             "[    9.5] WARNING: CPU: 0 PID: 1 at lib/x.c:3 x_fn+0x1c/0x40\n"
+             "[    9.5] ---[ end trace 0000000000000000 ]---\n")
