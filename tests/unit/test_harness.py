@@ -359,6 +359,8 @@ def test_expect_stage_one_boot_per_entry(world, monkeypatch, tmp_path):  # noqa:
         "ktopic-init: done", WARN_LINE + "ktopic-init: done")
     a = run(extra)
     assert not a.ok and [x.kind for x in a.findings if not x.in_base] == ["warning"]
+    assert a.stage("expect").status == FAIL
+    assert a.stage("expect").summary == "1/1 expected report(s) seen; failed: extra (other reports too)"
     assert a.findings[-1].message.startswith("extra: ")
 
 

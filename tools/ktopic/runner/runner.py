@@ -345,6 +345,7 @@ class Runner:
         t0 = time.monotonic()
         d = self.out(t)
         bad: list[str] = []
+        seen = 0
         for e in t.expect:
             self.note(t, "expect", "running", e.name)
             console = d / f"expect-{e.name}.log"
@@ -373,10 +374,12 @@ class Runner:
             if not v.seen:
                 br.findings.append(R.Finding("expect", v.message + f" ({log})", 0,
                                              [ln for f in findings for ln in f.lines[:5]]))
-            if not v.seen or v.other:
+            seen += v.seen
+            if not v.seen:
                 bad.append(e.name)
-        n = len(t.expect)
-        summary = f"{n - len(bad)}/{n} expected report(s) seen" + \
+            elif v.other:
+                bad.append(f"{e.name} (other reports too)")
+        summary = f"{seen}/{len(t.expect)} expected report(s) seen" + \
             (f"; failed: {', '.join(bad)}" if bad else "")
         br.stages.append(R.StageResult("expect", FAIL if bad else PASS,
                                        time.monotonic() - t0, summary))
