@@ -221,3 +221,29 @@ def test_mutants_in_the_report(tmp_path):
     html = (tmp_path / "index.html").read_text()
     assert "Mutation gate" in html and "1/2" in html and "0002-s" in html
     assert R.Report(base_version="x", mutants=ms[:1]).ok
+
+
+def test_mutate_bad_input_is_one_line_exit_2_nothing_moves(generated, ktopic):
+    p = generated
+    bad = write(p.root / "qemu" / "mutants" / "counters" / "0001-x.patch",
+                "Breaks: x\nCaught: y\n\ndiff --git a/f b/f\n")
+    before = p.refs()
+    r = ktopic(*p.args("mutate", "counters"))
+    assert r.status == 2
+    assert r.err.strip() == f"ktopic: {bad}:2: line 2 must be 'Caught-by: ...'"
+    assert p.refs() == before
+    r = ktopic(*p.args("mutate", "nosuch"))
+    assert r.status == 2 and "no topic 'nosuch'" in r.err
+
+
+def test_mutate_merges_into_the_ci_report(tmp_path):
+    from ktopic.commands import cmd_mutate
+    ci = R.Report(base_version="6.1.192", branches=[R.BranchResult("topic/a", "a")],
+                  mutants=[R.MutantResult("a", "0001-old", "b", "c", R.SURVIVED),
+                           R.MutantResult("b", "0001-keep", "b", "c", R.CAUGHT)])
+    ci.write(tmp_path / "report.json")
+    new = [R.MutantResult("a", "0001-new", "b", "c", R.CAUGHT)]
+    got = cmd_mutate._merge(tmp_path, "6.1.192", new, ["a"])
+    assert [b.branch for b in got.branches] == ["topic/a"]
+    assert [m.name for m in got.mutants] == ["0001-keep", "0001-new"]
+    assert cmd_mutate._merge(tmp_path / "none", "6.1.192", new, ["a"]).mutants == new
