@@ -367,3 +367,10 @@ def test_expect_stage_one_boot_per_entry(world, monkeypatch, tmp_path):  # noqa:
 WARN_LINE = ("[    9.5] ------------[ cut here ]------------\n"
              "[    9.5] WARNING: CPU: 0 PID: 1 at lib/x.c:3 x_fn+0x1c/0x40\n"
              "[    9.5] ---[ end trace 0000000000000000 ]---\n")
+
+
+def test_kasan_and_kcsan_together_is_bad_input(generated, ktopic):
+    p = generated
+    for cmd in (("build", "--all"), ("ci",), ("boot", "--all")):
+        r = ktopic(*p.args(*cmd, "--kasan", "--kcsan"))
+        assert r.status == 2 and "--kasan and --kcsan cannot be combined" in r.err, (cmd, r)
