@@ -374,3 +374,33 @@ def test_kasan_and_kcsan_together_is_bad_input(generated, ktopic):
     for cmd in (("build", "--all"), ("ci",), ("boot", "--all")):
         r = ktopic(*p.args(*cmd, "--kasan", "--kcsan"))
         assert r.status == 2 and "--kasan and --kcsan cannot be combined" in r.err, (cmd, r)
+
+
+def test_expect_logs_come_back_from_the_cache(world, monkeypatch, tmp_path):  # noqa: F811
+    w = world
+    (tmp_path / "repo" / "qemu" / "modules" / "exp").mkdir(parents=True)
+    monkeypatch.setattr(buildmod, "build_modules",
+                        lambda root, res, mods, jobs: ([tmp_path / "exp.ko"], None, None))
+    plain_boot = bootmod.boot
+
+    def boot(req):
+        if req.console.name == "expect-seen.log":
+            req.console.write_text((DATA / "real-lockdep.log").read_text())
+            return bootmod.BootResult("done", 1.0, req.console, "qemu ...")
+        return plain_boot(req)
+    monkeypatch.setattr(bootmod, "boot", boot)
+    w.consoles.update({"base": console(), "topic_a": console()})
+    seen = manifest.Expect("seen", "exp", "", "lockdep", "circular locking", 1)
+
+    def run():
+        ts = w.targets("a")
+        for t in ts:
+            if t.topic == "a":
+                t.expect = [seen]
+        r = w.runner()
+        return [r.run(t) for t in ts][-1]
+    assert run().ok
+    log = w.out / "topic_a" / "expect-seen.log"
+    log.unlink()
+    again = run()
+    assert again.stage("expect").status == "cached" and log.is_file()

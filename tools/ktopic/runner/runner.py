@@ -53,6 +53,9 @@ from ktopic.runner.options import Options
 CI_STAGES = ("generate", "check", "build", "boot", "test", "expect")
 # Findings that make the boot stage fail (the rest belong to the test stage).
 TEST_KINDS = {"missing_suite", "failed_case"}
+# A branch's files in out/<branch-dir>/ (and in its cached result), besides
+# one expect-<name>.log per expectation boot.
+OUTPUTS = ("console.log", "build.log", "config")
 # Time-outs are multiplied by this for a sanitizer build (reference seconds).
 VARIANT_SLOWDOWN = {"kasan": 3.0, "kcsan": 3.0}
 
@@ -184,7 +187,7 @@ class Runner:
     def _copy_outputs(self, from_branch: str, t: Target) -> None:
         src = self.out_dir / rep.branch_dir(from_branch)
         dst = self.out(t)
-        for name in ("console.log", "build.log", "config"):
+        for name in OUTPUTS + tuple(f"expect-{e.name}.log" for e in t.expect):
             if (src / name).is_file() and src != dst:
                 shutil.copyfile(src / name, dst / name)
 
@@ -426,7 +429,7 @@ class Runner:
         p = self._cache_path(t)
         p.mkdir(parents=True, exist_ok=True)
         d = self.out(t)
-        for name in ("console.log", "build.log", "config"):
+        for name in OUTPUTS + tuple(f"expect-{e.name}.log" for e in t.expect):
             if (d / name).is_file():
                 shutil.copyfile(d / name, p / name)
         tmp = p / "result.json.tmp"
@@ -440,7 +443,7 @@ class Runner:
         except (OSError, ValueError, TypeError, KeyError):
             return None
         d = self.out(t)
-        for name in ("console.log", "build.log", "config"):
+        for name in OUTPUTS + tuple(f"expect-{e.name}.log" for e in t.expect):
             if (p / name).is_file():
                 shutil.copyfile(p / name, d / name)
         br.branch, br.topic, br.head = t.branch, t.topic, t.commit
