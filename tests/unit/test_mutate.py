@@ -247,3 +247,74 @@ def test_mutate_merges_into_the_ci_report(tmp_path):
     assert [b.branch for b in got.branches] == ["topic/a"]
     assert [m.name for m in got.mutants] == ["0001-keep", "0001-new"]
     assert cmd_mutate._merge(tmp_path / "none", "6.1.192", new, ["a"]).mutants == new
+
+
+# ------------------------------------------------------------------ through the real Runner
+
+from test_ci import console, world  # noqa: E402,F401  (fixtures)
+from test_ktap import parser  # noqa: E402,F401  (fixture)
+from ktopic.kernel import boot as bootmod  # noqa: E402
+
+
+F_MUTANT = """Breaks: f holds 3
+Caught-by: suite_a.c
+
+diff --git a/f b/f
+--- a/f
++++ b/f
+@@ -1 +1 @@
+-2
++3
+"""
+
+
+def test_mutate_with_the_runner(world, monkeypatch, tmp_path):  # noqa: F811
+    """Runner.run for the base and the branch, the mutant commit built in
+    the branch's build directory, booted, KTAP parsed; the failing case is
+    the Caught-by one."""
+    w = world
+    fake_build = buildmod.build
+    built = {}
+
+    def build(root, git_dir, req):
+        built[req.name] = req.commit
+        return fake_build(root, git_dir, req)
+    monkeypatch.setattr(buildmod, "build", build)
+    plain_boot = bootmod.boot
+    bad = console().replace("    ok 1 c", "    not ok 1 c").replace("ok 1 suite_a",
+                                                                   "not ok 1 suite_a")
+
+    def boot(req):
+        name = req.kernel.parent.name
+        f = subprocess.run(["git", f"--git-dir={w.root / 'linux.git'}", "show",
+                            f"{built.get(name, name)}:f"], capture_output=True,
+                           text=True).stdout if name != "base" else "1\n"
+        if f == "3\n":
+            req.console.write_text(bad)
+            return bootmod.BootResult("done", 1.0, req.console, "qemu ...")
+        return plain_boot(req)
+    monkeypatch.setattr(bootmod, "boot", boot)
+    w.consoles.update({"base": console(), "topic_a": console()})
+    ts = w.targets("a")
+    base, a = ts[0], ts[1]
+    caught = M.parse_mutant(write(tmp_path / "m" / "a" / "0001-three.patch", F_MUTANT), "a")
+    surv = M.parse_mutant(write(tmp_path / "m" / "a" / "0002-two.patch",
+                                F_MUTANT.replace("+3", "+2 ")), "a")
+    runner = w.runner()
+    ref = subprocess.run(["git", f"--git-dir={w.root / 'linux.git'}", "rev-parse", "topic/a"],
+                         capture_output=True, text=True).stdout
+    res = M.mutate(runner, base, a, [caught, surv])
+    assert [(r.name, r.status) for r in res] == [("0001-three", R.CAUGHT),
+                                                 ("0002-two", R.SURVIVED)]
+    assert res[0].named_failed, res[0]
+    assert "suite_a.c" in res[0].summary and "(not by" not in res[0].summary, res[0].summary
+    assert "suite_a.c should have failed" in res[1].summary
+    assert built["topic_a"] != a.commit                     # the last build was a mutant's
+    assert subprocess.run(["git", f"--git-dir={w.root / 'linux.git'}", "rev-parse", "topic/a"],
+                          capture_output=True, text=True).stdout == ref
+    assert (w.out / "a_0001-three" / "console.log").read_text() == bad
+    # A branch that fails on its own: its mutants prove nothing.
+    w.consoles["topic_a"] = bad
+    runner = w.runner(use_cache=False, base_cache=False)
+    res = M.mutate(runner, base, a, [surv], use_cache=False)
+    assert res[0].status == R.INVALID and "fails without the mutant" in res[0].summary
