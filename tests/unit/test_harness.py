@@ -197,6 +197,9 @@ def test_whole_run_kcsan(tmp_path):
 def test_kcsan_config_asks_for_no_kasan():
     text = (REPO / "qemu" / "configs" / "kcsan.config").read_text()
     assert "CONFIG_KCSAN=y" in text and "KASAN=y" not in text
+    # allnoconfig would turn KCSAN's own defaults off: they are set back.
+    for opt in ("SELFTEST", "REPORT_VALUE_CHANGE_ONLY", "ASSUME_PLAIN_WRITES_ATOMIC"):
+        assert f"CONFIG_KCSAN_{opt}=y" in text
 
 
 # ------------------------------------------------------------------ KCSAN scan
