@@ -144,7 +144,7 @@ class Runner:
         if not self.opts.build:
             # --gates-only: the kernel stages are recorded as not run, and
             # nothing is cached (a later full run must build).
-            for s in ("build", "boot", "test"):
+            for s in ("build", "boot", "test") + (("expect",) if t.expect else ()):
                 br.stages.append(R.StageResult(s, SKIP, 0.0, "gates only"))
                 self.note(t, s, SKIP, "gates only")
             return br
