@@ -5,7 +5,7 @@ PYTHON  := /usr/bin/python3
 KTOPIC  := $(PYTHON) tools/bin/ktopic
 PYTEST  := $(PYTHON) -m pytest -c tests/pytest.ini --rootdir=tests
 
-.PHONY: all main deps import generate status gates ci check test test-e2e bench clean ci-local
+.PHONY: all main deps import generate status gates ci mutate check test test-e2e bench clean ci-local
 
 all: deps main
 
@@ -13,9 +13,13 @@ all: deps main
 # gate every topic: checkpatch, sign-offs, recipients (seconds), then every
 # commit builds and no new W=1/sparse warning (only topics whose commits,
 # config or toolchain changed: the rest is cached); then per branch: build,
-# boot and test (out/index.html).  A failing gate stops the job before the
-# boots (`make -k` goes on to them).  docs/gates.md, "In the main job".
-main: import generate status gates ci
+# boot and test (out/index.html), with the KCSAN variants and expectation
+# boots the manifest asks for; then the mutation gate: every mutant of
+# qemu/mutants/ must make its topic's tests fail (cached by content: only
+# mutants whose branch, config or file changed are built and booted).
+# A failing gate stops the job before the boots (`make -k` goes on to
+# them).  docs/gates.md, "In the main job"; docs/ci.md, "Mutation gate".
+main: import generate status gates ci mutate
 
 import:
 	$(KTOPIC) import-base
@@ -31,6 +35,10 @@ gates: generate
 
 ci: generate
 	$(KTOPIC) ci
+
+# After ci: it adds the mutants to ci's out/report.json and index.html.
+mutate: ci
+	$(KTOPIC) mutate
 
 deps:
 	@ci/deps

@@ -29,6 +29,8 @@
 
 #define MODULE_DIR "/lib/modules/test"
 #define TEST_DIR "/tests"
+/* /etc/ktopic/modargs/<name>.ko: parameters for that test module, if any. */
+#define MODARGS_DIR "/etc/ktopic/modargs"
 
 /* One whole line per write(), so it is not interleaved with other output. */
 static void say(const char *fmt, ...)
@@ -85,6 +87,26 @@ static int sorted_entries(const char *dir, struct dirent ***list)
 	return n < 0 ? 0 : n;
 }
 
+static void module_args(const char *name, char *buf, size_t size)
+{
+	char path[512];
+	ssize_t len;
+	int fd;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "%s/%s", MODARGS_DIR, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	len = read(fd, buf, size - 1);
+	close(fd);
+	if (len < 0)
+		len = 0;
+	buf[len] = '\0';
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		buf[--len] = '\0';
+}
+
 static int load_modules(void)
 {
 	struct dirent **list;
@@ -92,13 +114,17 @@ static int load_modules(void)
 
 	n = sorted_entries(MODULE_DIR, &list);
 	for (i = 0; i < n; i++) {
-		char path[512];
+		char path[512], args[512];
 		int fd;
 
 		snprintf(path, sizeof(path), "%s/%s", MODULE_DIR, list[i]->d_name);
-		say("insmod %s", list[i]->d_name);
+		module_args(list[i]->d_name, args, sizeof(args));
+		if (args[0])
+			say("insmod %s %s", list[i]->d_name, args);
+		else
+			say("insmod %s", list[i]->d_name);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || syscall(SYS_finit_module, fd, "", 0)) {
+		if (fd < 0 || syscall(SYS_finit_module, fd, args, 0)) {
 			say("insmod %s failed: %s", list[i]->d_name, strerror(errno));
 			failed++;
 		}

@@ -46,7 +46,8 @@ def console(*extra: str) -> str:
 
 def topic(name, **kw):
     d = dict(name=name, branch=f"topic/{name}", depends=[], kunit=[], config=None,
-             modules=[], programs=[], cmdline="", tested=False)
+             modules=[], programs=[], cmdline="", tested=False, smp=2, sanitizers=[],
+             expect=[])
     d.update(kw)
     return SimpleNamespace(**d)
 

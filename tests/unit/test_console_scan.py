@@ -32,6 +32,7 @@ EXPECTED = {
     "synth-kasan-ubsan.log": ["kasan", "ubsan"],
     "synth-lockups-stalls.log": ["lockup", "rcu_stall", "hung_task", "lockup"],
     "synth-reboot-odebug.log": ["debug_objects", "list_corruption", "reboot", "smp"],
+    "synth-kcsan.log": ["kcsan", "kcsan"],
 }
 
 

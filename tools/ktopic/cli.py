@@ -26,6 +26,7 @@ COMMANDS = {
     "build": "commands.cmd_build",
     "boot": "commands.cmd_boot",
     "ci": "commands.cmd_ci",
+    "mutate": "commands.cmd_mutate",
     "report": "commands.cmd_report",
     "pipeline": "commands.cmd_pipeline",
     "check": "commands.cmd_check",

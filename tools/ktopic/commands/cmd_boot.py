@@ -21,7 +21,8 @@ def run_boot(args) -> int:
     opts = common.options_from_args(args)
     opts.use_cache = False
     out_dir = Path(m.root) / "out"
-    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan), names)
+    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan, opts.kcsan),
+                     names)
     report = R.Report(base_version=m.base.version)
     with wd.lock():
         runner = Runner(wd, m, out_dir, opts)

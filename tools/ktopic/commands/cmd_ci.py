@@ -17,6 +17,8 @@ def register(sub) -> None:
     p.add_argument("branches", nargs="*", metavar="BRANCH",
                    help="topic or branch names (default: every topic and the integration branch)")
     p.add_argument("--no-cache", action="store_true", help="ignore cached results")
+    p.add_argument("--no-sanitizers", action="store_true",
+                   help="skip the sanitizer variants the manifest asks for (sanitizers:)")
     p.add_argument("--no-check", action="store_true",
                    help="skip the patch gates (ktopic check) stage")
     p.add_argument("--gates-only", action="store_true",
@@ -33,7 +35,10 @@ def run(args) -> int:
         raise KtopicError("--gates-only with --no-check leaves nothing to run")
     m = common._manifest(args)
     out_dir = Path(args.out or Path(m.root) / "out")
-    report = run_targets(m, common._workdir(args), common.options_from_args(args), args.branches,
+    opts = common.options_from_args(args)
+    # The manifest's `sanitizers:` variants run too (not in a whole-run --kasan/--kcsan).
+    opts.sanitizers = not args.no_sanitizers
+    report = run_targets(m, common._workdir(args), opts, args.branches,
                          out_dir, write_report=True, use_live=True)
     print()
     rep.print_report(report)

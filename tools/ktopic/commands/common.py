@@ -20,8 +20,11 @@ def _manifest(args):
 
 def options_from_args(args) -> Options:
     no_cache = getattr(args, "no_cache", False)
+    if args.kasan and getattr(args, "kcsan", False):
+        raise KtopicError("--kasan and --kcsan cannot be combined (6.1's KCSAN depends on !KASAN)")
     return Options(smp=args.smp, memory=args.memory, accel=args.accel, timeout=args.timeout,
-                   silence=args.silence, kasan=args.kasan, use_cache=not no_cache,
+                   silence=args.silence, kasan=args.kasan, kcsan=getattr(args, "kcsan", False),
+                   use_cache=not no_cache,
                    base_cache=not no_cache, jobs=args.jobs,
                    check=not getattr(args, "no_check", True),
                    build=not getattr(args, "gates_only", False))
@@ -30,9 +33,13 @@ def options_from_args(args) -> Options:
 def add_common(p, boot_opts: bool = True) -> None:
     p.add_argument("--kasan", action="store_true",
                    help="add qemu/configs/kasan.config (slower; separate build directories)")
+    p.add_argument("--kcsan", action="store_true",
+                   help="add qemu/configs/kcsan.config (data-race detector; separate build "
+                        "directories; not with --kasan)")
     p.add_argument("-j", "--jobs", type=int, default=0, help="make -j (default: nproc)")
     if boot_opts:
-        p.add_argument("--smp", type=int, default=2, help="guest CPUs (default: %(default)s)")
+        p.add_argument("--smp", type=int, default=None,
+                       help="guest CPUs (default: the topic's smp: in the manifest, else 2)")
         p.add_argument("--memory", default="1G", help="guest memory (default: %(default)s)")
         p.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto",
                        help="auto: KVM only if the probe shows it works (default)")

@@ -4,7 +4,7 @@ Every report in the log becomes one Finding (kind, one-line message, line
 number, the quoted lines): the boot runs with panic_on_warn off, so a WARN
 does not stop the run and one scan reports every splat.  Kinds:
 
-    panic, oops, bug, warning, lockdep, kasan, ubsan, lockup, hung_task,
+    panic, oops, bug, warning, lockdep, kasan, kcsan, ubsan, lockup, hung_task,
     rcu_stall, list_corruption, refcount, debug_objects, reboot, init, smp
 
 A "[ cut here ]" block (WARN, BUG) is one finding whose kind comes from the
@@ -48,6 +48,7 @@ RULES: list[tuple[str, re.Pattern]] = [(k, re.compile(p)) for k, p in [
     ("lockdep", r"INFO: trying to register non-static key"),
     ("lockdep", r"BUG: MAX_LOCKDEP_\w+ too low|BUG: MAX_STACK_TRACE_ENTRIES too low"),
     ("lockdep", r"DEBUG_LOCKS_WARN_ON\("),
+    ("kcsan", r"BUG: KCSAN: "),
     ("kasan", r"BUG: KASAN: "),
     ("kasan", r"BUG: KFENCE: "),
     ("ubsan", r"UBSAN: "),
@@ -68,7 +69,7 @@ RULES: list[tuple[str, re.Pattern]] = [(k, re.compile(p)) for k, p in [
 ]]
 _CUT_HERE = re.compile(r"-+\[ cut here \]-+")
 # The end of a report: a trace's end line, or the "=====" rule that closes
-# a KASAN/UBSAN report (the opening rule is above the title, not quoted).
+# a KASAN/KCSAN/UBSAN report (the opening rule is above the title, not quoted).
 _END = re.compile(r"---\[ end (?:trace|Kernel panic)|^={40,}\s*$")
 _BANNER = re.compile(r"Linux version \d+\.\d+")
 _SMP = re.compile(r"smp: Brought up \d+ nodes?, (\d+) CPUs?")

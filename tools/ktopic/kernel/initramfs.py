@@ -7,6 +7,7 @@ Contents (the guest contract, docs/ci.md):
     /lib/modules/test/*.ko   the branch's out-of-tree test modules (loaded by /init)
     /lib/modules/kernel/*.ko every module the branch's own build produced
     /tests/<name>            qemu/tests/<name>.c, gcc -static -O2 -Wall
+    /etc/ktopic/modargs/<m>.ko  parameters /init passes when it loads test module <m>.ko
 
 The archive is a newc cpio written here: entries sorted, every mtime 0,
 owner root, inode numbers in order, so the same inputs give the same bytes.
@@ -36,6 +37,8 @@ class InitramfsRequest:
     programs: list[Path] = field(default_factory=list)      # qemu/tests/<name>.c
     test_modules: list[Path] = field(default_factory=list)  # -> /lib/modules/test/
     kernel_modules: list[Path] = field(default_factory=list)  # -> /lib/modules/kernel/
+    # test module file name -> its parameters ("case=read_write"): /etc/ktopic/modargs/<name>
+    module_args: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -97,9 +100,12 @@ def _newc(entries: list[_Entry]) -> bytes:
 
 
 def entries_for(init: Path, programs: list[Path], test_modules: list[Path],
-                kernel_modules: list[Path]) -> list[_Entry]:
+                kernel_modules: list[Path],
+                module_args: dict[str, str] | None = None) -> list[_Entry]:
     dirs = ["dev", "lib", "lib/modules", "lib/modules/kernel", "lib/modules/test",
             "proc", "sys", "tests", "tmp"]
+    if module_args:
+        dirs += ["etc", "etc/ktopic", "etc/ktopic/modargs"]
     ents = [_Entry(d, stat.S_IFDIR | (0o1777 if d == "tmp" else 0o755)) for d in dirs]
     ents.append(_Entry("dev/console", stat.S_IFCHR | 0o600, rdev=(5, 1)))
     ents.append(_Entry("init", stat.S_IFREG | 0o755, init.read_bytes()))
@@ -117,6 +123,12 @@ def entries_for(init: Path, programs: list[Path], test_modules: list[Path],
         add(f"lib/modules/test/{ko.name}", 0o644, ko)
     for ko in kernel_modules:
         add(f"lib/modules/kernel/{ko.name}", 0o644, ko)
+    for name, args in sorted((module_args or {}).items()):
+        if "/" in name or name.startswith("."):
+            raise Failure(f"initramfs: bad module name {name!r} for parameters")
+        seen.add(f"etc/ktopic/modargs/{name}")
+        ents.append(_Entry(f"etc/ktopic/modargs/{name}", stat.S_IFREG | 0o644,
+                           args.encode() + b"\n"))
     ents.sort(key=lambda e: e.name)
     return ents
 
@@ -124,7 +136,7 @@ def entries_for(init: Path, programs: list[Path], test_modules: list[Path],
 def build_initramfs(req: InitramfsRequest) -> InitramfsResult:
     init = compile_static(req.init_src, req.cache)
     progs = [compile_static(p, req.cache) for p in req.programs]
-    ents = entries_for(init, progs, req.test_modules, req.kernel_modules)
+    ents = entries_for(init, progs, req.test_modules, req.kernel_modules, req.module_args)
     data = _newc(ents)
     digest = hashlib.sha256(data).hexdigest()
     out = req.cache / "initramfs" / f"{digest[:20]}.cpio"

@@ -45,6 +45,18 @@ class Carried:
 
 
 @dataclass
+class Expect:
+    """A boot that loads `module` with `args` and must show a `report` finding
+    whose message or quoted lines match `match`."""
+    name: str
+    module: str
+    args: str
+    report: str
+    match: str
+    line: int
+
+
+@dataclass
 class Waiver:
     type: str
     reason: str
@@ -93,6 +105,9 @@ class Topic:
     lines: dict
     # get_maintainer.pl recipients deliberately not written to: (address, reason)
     recipients_waived: list[tuple[str, str]] = field(default_factory=list)
+    smp: int = 2
+    sanitizers: list[str] = field(default_factory=list)
+    expect: list[Expect] = field(default_factory=list)
 
     @property
     def ref(self) -> str:
@@ -390,6 +405,22 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
                 if not p.exists():
                     raise terr(f"{kind[:-1]} {m!r} not found at {display_path(p, root)}", kind, i)
 
+        expect = []
+        names_seen: set[str] = set()
+        for i, e in enumerate(t.get("expect", [])):
+            if e["name"] in names_seen:
+                raise terr(f"expect name {e['name']!r} is used twice", "expect", i, "name")
+            names_seen.add(e["name"])
+            if not (root / "qemu" / "modules" / e["module"]).is_dir():
+                raise terr(f"expect module {e['module']!r} not found at qemu/modules/{e['module']}",
+                           "expect", i, "module")
+            try:
+                re.compile(e["match"])
+            except re.error as ex:
+                raise terr(f"expect match is not a regular expression: {ex}", "expect", i, "match")
+            expect.append(Expect(e["name"], e["module"], e.get("args", ""), e["report"],
+                                 e["match"], t["expect"].lines[i]))
+
         def carried(kind, key):
             items = t.get(kind, [])
             return [Carried(kind, c["subject"], c.get(key, ""),
@@ -408,7 +439,8 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
             cmdline=t.get("cmdline", ""), tested=bool(t.get("tested", False)),
             line=data["topics"].lines[tname], lines=dict(t.lines),
             recipients_waived=[(w["address"], w["reason"])
-                               for w in t.get("recipients-waived", [])])
+                               for w in t.get("recipients-waived", [])],
+            smp=int(t.get("smp", 2)), sanitizers=list(t.get("sanitizers", [])), expect=expect)
 
     for tname, t in topics.items():
         for i, d in enumerate(t.depends):

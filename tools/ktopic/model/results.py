@@ -73,6 +73,7 @@ class BranchResult:
     findings: list[Finding] = field(default_factory=list)
     repro: dict[str, str] = field(default_factory=dict)  # config, qemu, initramfs, toolchain
     same_as: str = ""                # branch whose results these are (same tree)
+    variant: str = ""                # sanitizer build variant ("kcsan"), "" for the plain build
 
     def stage(self, name: str) -> StageResult | None:
         return next((s for s in self.stages if s.stage == name), None)
@@ -83,14 +84,39 @@ class BranchResult:
             not any(not f.in_base for f in self.findings)
 
 
+# Mutant status values.
+CAUGHT, SURVIVED, INVALID = "caught", "survived", "invalid"
+
+
+@dataclass
+class MutantResult:
+    """One deliberate bug of qemu/mutants/<topic>/ and whether the topic's tests saw it."""
+    topic: str
+    name: str                        # file name without .patch
+    breaks: str                      # its Breaks: line
+    caught_by: str                   # its Caught-by: line (the test that must fail)
+    status: str                      # caught | survived | invalid (does not apply or build,
+                                     # or the unmutated branch fails: nothing to compare)
+    summary: str = ""                # what failed (caught), or why it is invalid
+    named_failed: bool = False       # the Caught-by test is among the failures
+    seconds: float = 0.0
+    cached: bool = False
+    log: str = ""                    # console log of its boot, relative to out/
+
+    @property
+    def ok(self) -> bool:
+        return self.status == CAUGHT
+
+
 @dataclass
 class Report:
     base_version: str
     branches: list[BranchResult] = field(default_factory=list)
+    mutants: list[MutantResult] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return all(b.ok for b in self.branches)
+        return all(b.ok for b in self.branches) and all(m.ok for m in self.mutants)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=False) + "\n"
@@ -118,7 +144,8 @@ def branch_from_dict(d: dict) -> BranchResult:
 
 def report_from_dict(d: dict) -> Report:
     return Report(base_version=d["base_version"],
-                  branches=[branch_from_dict(b) for b in d.get("branches", [])])
+                  branches=[branch_from_dict(b) for b in d.get("branches", [])],
+                  mutants=[MutantResult(**x) for x in d.get("mutants", [])])
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")

@@ -5,6 +5,7 @@ suites, modules and programs."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,10 @@ class Target:
     modules: list[str] = field(default_factory=list)
     programs: list[str] = field(default_factory=list)
     cmdline: str = ""
+    smp: int = 2                     # guest CPUs (the manifest's smp:, max over a stack)
+    variant: str = ""                # "" or a sanitizer build variant ("kcsan")
+    git_branch: str = ""             # the ref's branch when `branch` names a variant
+    expect: list = field(default_factory=list)     # manifest Expect entries
     commit: str = ""
     tree: str = ""
     base_commit: str = ""
@@ -32,7 +37,7 @@ class Target:
 
     @property
     def ref(self) -> str:
-        return f"refs/heads/{self.branch}"
+        return f"refs/heads/{self.git_branch or self.branch}"
 
 
 def _uniq(items):
@@ -43,11 +48,31 @@ def _uniq(items):
     return out
 
 
-def targets_from_manifest(m, qemu_dir: Path, kasan: bool = False) -> list[Target]:
-    """The base, every topic in dependency order, then the integration branch."""
+SANITIZERS = ("kasan", "kcsan")      # build variants: qemu/configs/<name>.config
+
+
+def variant_branch(branch: str, variant: str) -> str:
+    """The name a sanitizer variant's result goes by: "topic/locking+kcsan"."""
+    return f"{branch}+{variant}" if variant else branch
+
+
+def targets_from_manifest(m, qemu_dir: Path, kasan: bool = False,
+                          kcsan: bool = False, sanitizers: bool = False) -> list[Target]:
+    """The base, every topic in dependency order, then the integration branch.
+
+    kasan/kcsan: every target is built with that sanitizer (one run, one
+    variant).  sanitizers: besides the plain targets, each topic that
+    declares `sanitizers:` (and the integration branch, when any of its
+    topics does) gets a target per sanitizer, after the plain ones, and
+    the base under that sanitizer first, for reference."""
+    if kasan and kcsan:
+        raise KtopicError("--kasan and --kcsan cannot be combined (6.1's KCSAN "
+                          "depends on !KASAN)")
     base_cfg = qemu_dir / "configs" / "base.config"
-    extra = [qemu_dir / "configs" / "kasan.config"] if kasan else []
-    out = [Target(BASE, BASE, [base_cfg, *extra])]
+    run_variant = "kasan" if kasan else "kcsan" if kcsan else ""
+    extra = [qemu_dir / "configs" / f"{run_variant}.config"] if run_variant else []
+    out = [Target(BASE, BASE, [base_cfg, *extra], variant=run_variant)]
+    want: dict[str, list[Target]] = {}
     for name in m.order:
         t = m.topics[name]
         # A topic is tested with its dependencies' code: their fragments too.
@@ -55,14 +80,29 @@ def targets_from_manifest(m, qemu_dir: Path, kasan: bool = False) -> list[Target
         frags = _uniq([c.config for c in chain if c.config])
         out.append(Target(t.branch, name, [base_cfg, *frags, *extra], kunit=list(t.kunit),
                           modules=list(t.modules), programs=list(t.programs),
-                          cmdline=t.cmdline))
+                          cmdline=t.cmdline, smp=t.smp, variant=run_variant,
+                          expect=[] if run_variant else list(t.expect)))
+        for v in t.sanitizers:
+            want.setdefault(v, []).append(out[-1])
     ts = [m.topics[n] for n in m.integration.topics]
     out.append(Target(m.integration.branch, INTEGRATION,
                       [base_cfg, *_uniq([t.config for t in ts if t.config]), *extra],
                       kunit=_uniq(k for t in ts for k in t.kunit),
                       modules=_uniq(x for t in ts for x in t.modules),
                       programs=_uniq(x for t in ts for x in t.programs),
-                      cmdline=" ".join(_uniq(t.cmdline for t in ts if t.cmdline))))
+                      cmdline=" ".join(_uniq(t.cmdline for t in ts if t.cmdline)),
+                      smp=max([t.smp for t in ts] or [2]), variant=run_variant,
+                      expect=[] if run_variant else _uniq(e for t in ts for e in t.expect)))
+    if sanitizers and not run_variant:
+        integ = out[-1]
+        for v, plain in want.items():
+            vcfg = qemu_dir / "configs" / f"{v}.config"
+            out.append(Target(variant_branch(BASE, v), BASE, [base_cfg, vcfg], variant=v,
+                              git_branch=BASE))
+            for p in plain + [integ]:
+                out.append(dataclasses.replace(
+                    p, branch=variant_branch(p.branch, v), git_branch=p.branch, variant=v,
+                    fragments=[*p.fragments, vcfg], expect=[]))
     return out
 
 
@@ -78,5 +118,8 @@ def select(targets: list[Target], names: list[str]) -> list[Target]:
             raise KtopicError(f"no topic or branch {n!r} (known: "
                               f"{', '.join(t.topic for t in targets)})")
         want.extend(h for h in hit if h not in want)
-    base = [t for t in targets if t.topic == BASE]
+    # The base of every variant the selection runs (the plain base always).
+    variants = {t.variant for t in want}
+    base = [t for t in targets if t.topic == BASE and
+            (t.variant in variants or t.branch == BASE)]
     return base + [t for t in want if t.topic != BASE]

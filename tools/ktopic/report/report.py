@@ -283,7 +283,78 @@ def write_junit(report: R.Report, out_dir: Path = DEFAULT_OUT) -> list[Path]:
         path = Path(out_dir) / dirs[b.branch] / JUNIT_NAME
         write_atomic(path, junit_xml(b))
         paths.append(path)
+    if report.mutants:
+        path = Path(out_dir) / MUTANTS_DIR / JUNIT_NAME
+        write_atomic(path, mutants_junit_xml(report.mutants))
+        paths.append(path)
     return paths
+
+
+MUTANTS_DIR = "mutants"          # out/mutants/: the mutation gate's logs and junit.xml
+
+
+def mutation_scores(mutants: list[R.MutantResult]) -> dict[str, tuple[int, int]]:
+    """topic -> (caught, total), in the order topics first appear."""
+    out: dict[str, tuple[int, int]] = {}
+    for x in mutants:
+        c, n = out.get(x.topic, (0, 0))
+        out[x.topic] = (c + (x.status == R.CAUGHT), n + 1)
+    return out
+
+
+def mutants_junit_xml(mutants: list[R.MutantResult]) -> bytes:
+    """One testsuite per topic ("mutate.<topic>"), one testcase per mutant:
+    caught passes, survived is a failure, invalid an error."""
+    root = ET.Element("testsuites", name="ktopic mutate")
+    for topic in mutation_scores(mutants):
+        suite = _suite_el(root, f"mutate.{topic}")
+        for x in (y for y in mutants if y.topic == topic):
+            status = {R.CAUGHT: PASS, R.SURVIVED: FAIL}.get(x.status, CRASH)
+            msg = {R.SURVIVED: f"survived: {x.name}", R.INVALID: f"invalid: {x.summary}"}.get(
+                x.status, "")
+            text = f"Breaks: {x.breaks}\nCaught-by: {x.caught_by}\n{x.summary}"
+            _case_el(suite, f"mutate.{topic}", x.name, status, msg, text, x.seconds,
+                     out=text if status == PASS else "")
+        _count(suite)
+    for k in ("tests", "failures", "errors", "skipped"):
+        root.set(k, str(sum(int(s.get(k)) for s in root.findall("testsuite"))))
+    root.set("time", "%.3f" % sum(float(s.get("time")) for s in root.findall("testsuite")))
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def mutation_lines(report: R.Report) -> list[str]:
+    """The mutation score per topic, then one line per mutant not caught."""
+    lines = [f"mutation score {topic}: {c}/{n} caught"
+             for topic, (c, n) in mutation_scores(report.mutants).items()]
+    for x in report.mutants:
+        if x.status != R.CAUGHT:
+            lines.append(f"{x.topic}: mutant {x.name} {x.status.upper()}: {x.summary}")
+    return lines
+
+
+def _mutants_html(report: R.Report) -> list[str]:
+    if not report.mutants:
+        return []
+    h = ['<h2 id="mutants">Mutation gate</h2>',
+         "<p>Each mutant is a deliberate bug (<code>qemu/mutants/&lt;topic&gt;/</code>) "
+         "that the topic's tests must catch.</p>",
+         "<table><tr><th>topic</th><th>caught</th><th>score</th></tr>"]
+    for topic, (c, n) in mutation_scores(report.mutants).items():
+        st = PASS if c == n else FAIL
+        h.append(f"<tr><td>{_e(topic)}</td>{_status_cell(st, f'{c}/{n}')}"
+                 f"<td>{_e(f'{100 * c // n}%' if n else '-')}</td></tr>")
+    h.append("</table>")
+    h.append("<table><tr><th>mutant</th><th>status</th><th>breaks</th><th>caught by</th>"
+             "<th>result</th></tr>")
+    for x in report.mutants:
+        st = {R.CAUGHT: PASS, R.SURVIVED: FAIL}.get(x.status, CRASH)
+        h.append(f"<tr><td>{_e(x.topic)}/{_e(x.name)}</td>"
+                 f"{_status_cell(st, x.status + (' (cached)' if x.cached else ''), x.log)}"
+                 f"<td>{_e(x.breaks)}</td><td><code>{_e(x.caught_by)}</code></td>"
+                 f"<td>{_e(x.summary)}</td></tr>")
+    h.append("</table>")
+    return h
 
 
 # ------------------------------------------------------------------- HTML
@@ -516,6 +587,10 @@ def render_html(report: R.Report, out_dir: Path | None = None) -> str:
     title = f"ktopic report: Linux {report.base_version}"
     verdict = (f"{len(report.branches) - len(failed)} of {len(report.branches)} branches ok"
                if report.branches else "no branches")
+    if report.mutants:
+        scores = mutation_scores(report.mutants)
+        verdict += "; mutants caught: " + ", ".join(f"{t} {c}/{n}"
+                                                     for t, (c, n) in scores.items())
     h = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
          # Nothing on this page loads anything: no scripts, no network.
          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
@@ -528,6 +603,7 @@ def render_html(report: R.Report, out_dir: Path | None = None) -> str:
                              for b in failed) + " failed" if failed else "") + "</p>"]
     h += _matrix(report, stages, dirs)
     h.append(_legend())
+    h += _mutants_html(report)
     for b in report.branches:
         h += _branch_section(b, stages, "b-" + dirs[b.branch],
                              f"{dirs[b.branch]}/{JUNIT_NAME}", out_dir)
@@ -624,6 +700,8 @@ def print_report(report: R.Report, console=None) -> None:
             console = Console(width=max(console.width, 160))
     console.print(render_table(report))
     for line in failure_lines(report):
+        console.print(line, markup=False, highlight=False)
+    for line in mutation_lines(report):
         console.print(line, markup=False, highlight=False)
 
 

@@ -16,7 +16,7 @@ from ktopic.runner.options import Options
 RESULT_VERSION = "1"
 TOOL_FILES = ("kernel/build.py", "kernel/boot.py", "runner/runner.py", "kernel/console_scan.py",
               "kernel/initramfs.py", "kernel/qkvm.py", "kernel/kconfig.py", "kernel/ktap.py",
-              "model/results.py")
+              "model/results.py", "runner/expect.py")
 
 
 def _hash(*parts) -> str:
@@ -46,6 +46,8 @@ def compute_keys(t: Target, qemu_dir: Path, opts: Options) -> None:
     t.key = _hash(RESULT_VERSION, t.build_key, _files_hash(mods), _files_hash(progs),
                   _files_hash([qemu_dir / "init", qemu_dir / "allowlist.yaml"]
                               if (qemu_dir / "allowlist.yaml").exists() else [qemu_dir / "init"]),
-                  t.cmdline, t.kunit, t.programs, t.modules, opts.smp, opts.memory,
-                  opts.kasan, t.base_commit,
+                  t.cmdline, t.kunit, t.programs, t.modules, opts.smp or t.smp, opts.memory,
+                  opts.kasan, t.variant, t.base_commit,
+                  [(e.name, e.module, e.args, e.report, e.match) for e in t.expect],
+                  _files_hash([qemu_dir / "modules" / e.module for e in t.expect]),
                   _files_hash([tool / f for f in TOOL_FILES if (tool / f).exists()]))

@@ -8,12 +8,14 @@ from dataclasses import dataclass
 
 @dataclass
 class Options:
-    smp: int = 2
+    smp: int | None = None           # guest CPUs; None: each target's (manifest smp:)
     memory: str = "1G"
     accel: str = "auto"              # auto | kvm | tcg
     timeout: float = 120.0           # reference seconds, scaled by machine speed
     silence: float = 30.0            # reference seconds, scaled by machine speed
     kasan: bool = False
+    kcsan: bool = False
+    sanitizers: bool = False         # also run the manifest's `sanitizers:` variants
     use_cache: bool = True
     base_cache: bool = True          # the base's result may come from the cache
     jobs: int = 0

@@ -47,11 +47,17 @@ from ktopic.model.targets import BASE, Target, select, targets_from_manifest
 from ktopic.plumbing.gitutil import Git
 from ktopic.report import report as rep
 from ktopic.runner.cachekeys import compute_keys
+from ktopic.runner import expect as expect_mod
 from ktopic.runner.options import Options
 
-CI_STAGES = ("generate", "check", "build", "boot", "test")
+CI_STAGES = ("generate", "check", "build", "boot", "test", "expect")
 # Findings that make the boot stage fail (the rest belong to the test stage).
 TEST_KINDS = {"missing_suite", "failed_case"}
+# A branch's files in out/<branch-dir>/ (and in its cached result), besides
+# one expect-<name>.log per expectation boot.
+OUTPUTS = ("console.log", "build.log", "config")
+# Time-outs are multiplied by this for a sanitizer build (reference seconds).
+VARIANT_SLOWDOWN = {"kasan": 3.0, "kcsan": 3.0}
 
 
 class Runner:
@@ -68,7 +74,8 @@ class Runner:
         self.live = live
         self.builds: dict[str, tuple[str, buildmod.BuildResult]] = {}   # build key -> (branch, result)
         self.results: dict[str, R.BranchResult] = {}                    # result key -> result
-        self.base_signatures: set[str] | None = None
+        # Per build variant ("" plain, "kcsan", ...): the base's finding signatures.
+        self.base_sigs: dict[str, set[str]] = {}
         self.host = bootmod.Host(self.root, opts.accel)
         self.allow = console_scan.load_allowlist(self.qemu_dir / "allowlist.yaml")
 
@@ -81,6 +88,15 @@ class Runner:
         d = self.out_dir / rep.branch_dir(t.branch)
         d.mkdir(parents=True, exist_ok=True)
         return d
+
+    def smp(self, t: Target) -> int:
+        """Guest CPUs: --smp when given, else the target's (the manifest's smp:)."""
+        return self.opts.smp or t.smp
+
+    @staticmethod
+    def build_name(t: Target) -> str:
+        """The O= directory: the git branch's, plus the sanitizer variant."""
+        return buildmod.build_dir_name(t.git_branch or t.branch, t.variant)
 
     def rel(self, p: Path) -> str:
         return str(p.relative_to(self.out_dir))
@@ -113,7 +129,7 @@ class Runner:
         return br
 
     def _run(self, t: Target) -> R.BranchResult:
-        br = R.BranchResult(branch=t.branch, topic=t.topic)
+        br = R.BranchResult(branch=t.branch, topic=t.topic, variant=t.variant)
         t0 = time.monotonic()
         if not self.resolve(t):
             br.stages.append(R.StageResult("generate", FAIL, 0.0,
@@ -128,7 +144,7 @@ class Runner:
         if not self.opts.build:
             # --gates-only: the kernel stages are recorded as not run, and
             # nothing is cached (a later full run must build).
-            for s in ("build", "boot", "test"):
+            for s in ("build", "boot", "test") + (("expect",) if t.expect else ()):
                 br.stages.append(R.StageResult(s, SKIP, 0.0, "gates only"))
                 self.note(t, s, SKIP, "gates only")
             return br
@@ -145,8 +161,9 @@ class Runner:
         res = self._build(t, br)
         if res is not None and res.ok:
             self._boot_and_test(t, br, res)
+            self._expectations(t, br, res)
         else:
-            for s in ("boot", "test"):
+            for s in ("boot", "test") + (("expect",) if t.expect else ()):
                 br.stages.append(R.StageResult(s, SKIP, 0.0, "not built"))
                 self.note(t, s, SKIP)
         self.results[t.key] = br
@@ -170,7 +187,7 @@ class Runner:
     def _copy_outputs(self, from_branch: str, t: Target) -> None:
         src = self.out_dir / rep.branch_dir(from_branch)
         dst = self.out(t)
-        for name in ("console.log", "build.log", "config"):
+        for name in OUTPUTS + tuple(f"expect-{e.name}.log" for e in t.expect):
             if (src / name).is_file() and src != dst:
                 shutil.copyfile(src / name, dst / name)
 
@@ -206,12 +223,12 @@ class Runner:
             if now - last[0] > 1.0:
                 last[0] = now
                 self.note(t, "build", "running", f"{count} steps, {what}")
-        name = buildmod.build_dir_name(t.branch, self.opts.kasan)
+        name = self.build_name(t)
         req = buildmod.BuildRequest(
             name=name, commit=t.commit, base=t.base_commit or None, fragments=t.fragments,
             modules=[self.qemu_dir / "modules" / m for m in t.modules],
             jobs=self.opts.jobs, progress=self.opts.progress and self.live is None,
-            seed=self.root / "build" / buildmod.build_dir_name(BASE, self.opts.kasan),
+            seed=self.root / "build" / buildmod.build_dir_name(BASE, t.variant),
             on_line=on_line if self.live is not None else None)
         try:
             res = buildmod.build(self.root, self.git_dir, req)
@@ -265,27 +282,10 @@ class Runner:
             self.note(t, "boot", FAIL, msg)
             return
         br.repro["initramfs"] = f"sha256:{ir.sha256} ({ir.path})"
-        accel, why = self.host.accel()
-        scale = self.host.factor() * (3.0 if self.opts.kasan else 1.0)
-        req = bootmod.BootRequest(kernel=res.bzimage, initrd=ir.path, console=d / "console.log",
-                                  cmdline=t.cmdline, smp=self.opts.smp, memory=self.opts.memory,
-                                  accel=accel, timeout=self.opts.timeout * scale,
-                                  silence=self.opts.silence * scale)
+        accel = self.host.accel()[0]
         self.note(t, "boot", "running")
-        b = bootmod.boot(req)
-        br.repro["qemu"] = b.command
-        br.repro["accel"] = why
-        br.repro["timeouts"] = f"overall {req.timeout:.0f}s, silence {req.silence:.0f}s " \
-                               f"(machine speed factor {self.host.factor():.2f})"
-        text = b.console.read_bytes().decode("utf-8", errors="replace")
-        lines = console_scan.clean_lines(text)
-        findings = console_scan.scan_text(text, self.allow, expect_cpus=self.opts.smp)
-        if b.status in ("silence", "timeout"):
-            findings.append(R.Finding(b.status, b.message, len(lines), lines[-15:]))
-        elif b.status == "exited" and not any(f.kind in ("panic", "oops") for f in findings):
-            findings.append(R.Finding("incomplete", b.message, len(lines), lines[-15:]))
-        elif b.status == "error":
-            findings.append(R.Finding("qemu", b.message, 0, b.qemu_stderr))
+        b, text, findings = self.guest(t, res.bzimage, ir.path, d / "console.log", t.cmdline,
+                                       br.repro)
         br.findings.extend(findings)
         boot_bad = [f for f in findings]
         summary = f"{b.seconds:.1f}s {accel}" if not boot_bad else \
@@ -313,20 +313,96 @@ class Runner:
                                        summary, self.rel(d / "console.log")))
         self.note(t, "test", FAIL if tf else PASS, summary)
 
+    def guest(self, t: Target, kernel: Path, initrd: Path, console: Path, cmdline: str,
+              repro: dict | None = None):
+        """Boot one guest of target t and scan its console: (BootResult, text, findings)."""
+        accel, why = self.host.accel()
+        scale = self.host.factor() * VARIANT_SLOWDOWN.get(t.variant, 1.0)
+        smp = self.smp(t)
+        req = bootmod.BootRequest(kernel=kernel, initrd=initrd, console=console,
+                                  cmdline=cmdline, smp=smp, memory=self.opts.memory,
+                                  accel=accel, timeout=self.opts.timeout * scale,
+                                  silence=self.opts.silence * scale)
+        b = bootmod.boot(req)
+        if repro is not None:
+            repro["qemu"] = b.command
+            repro["accel"] = why
+            repro["timeouts"] = f"overall {req.timeout:.0f}s, silence {req.silence:.0f}s " \
+                                f"(machine speed factor {self.host.factor():.2f})"
+        text = b.console.read_bytes().decode("utf-8", errors="replace")
+        lines = console_scan.clean_lines(text)
+        findings = console_scan.scan_text(text, self.allow, expect_cpus=smp)
+        if b.status in ("silence", "timeout"):
+            findings.append(R.Finding(b.status, b.message, len(lines), lines[-15:]))
+        elif b.status == "exited" and not any(f.kind in ("panic", "oops") for f in findings):
+            findings.append(R.Finding("incomplete", b.message, len(lines), lines[-15:]))
+        elif b.status == "error":
+            findings.append(R.Finding("qemu", b.message, 0, b.qemu_stderr))
+        return b, text, findings
+
+    def _expectations(self, t: Target, br: R.BranchResult, res: buildmod.BuildResult) -> None:
+        """One boot per `expect:` entry: its module alone, with its parameters; the
+        expected report must appear (runner/expect.py).  Console: out/<branch>/expect-<name>.log."""
+        if not t.expect:
+            return
+        t0 = time.monotonic()
+        d = self.out(t)
+        bad: list[str] = []
+        seen = 0
+        for e in t.expect:
+            self.note(t, "expect", "running", e.name)
+            console = d / f"expect-{e.name}.log"
+            mods, err, details = buildmod.build_modules(
+                self.root, res, [self.qemu_dir / "modules" / e.module], self.opts.jobs)
+            if err:
+                br.findings.append(R.Finding("expect", f"{e.name}: {err}", 0, details))
+                bad.append(e.name)
+                continue
+            try:
+                ir = initramfs.build_initramfs(initramfs.InitramfsRequest(
+                    init_src=self.qemu_dir / "init" / "init.c", cache=self.root / "cache",
+                    test_modules=mods, kernel_modules=res.kernel_modules,
+                    module_args={m.name: e.args for m in mods} if e.args else {}))
+            except Failure as ex:
+                br.findings.append(R.Finding("expect", f"{e.name}: {str(ex).splitlines()[0]}",
+                                             0, str(ex).splitlines()))
+                bad.append(e.name)
+                continue
+            _b, _text, findings = self.guest(t, res.bzimage, ir.path, console, t.cmdline)
+            v = expect_mod.judge(e, findings)
+            log = self.rel(console)
+            for f in v.other:
+                f.message = f"{e.name}: {f.message} ({log})"
+            br.findings.extend(v.other)
+            if not v.seen:
+                br.findings.append(R.Finding("expect", v.message + f" ({log})", 0,
+                                             [ln for f in findings for ln in f.lines[:5]]))
+            seen += v.seen
+            if not v.seen:
+                bad.append(e.name)
+            elif v.other:
+                bad.append(f"{e.name} (other reports too)")
+        summary = f"{seen}/{len(t.expect)} expected report(s) seen" + \
+            (f"; failed: {', '.join(bad)}" if bad else "")
+        br.stages.append(R.StageResult("expect", FAIL if bad else PASS,
+                                       time.monotonic() - t0, summary))
+        self.note(t, "expect", FAIL if bad else PASS, summary)
+
     # --- base comparison
-    def set_base(self, br: R.BranchResult) -> None:
-        self.base_signatures = {console_scan.signature(f) for f in br.findings}
+    def set_base(self, br: R.BranchResult, variant: str = "") -> None:
+        self.base_sigs[variant] = {console_scan.signature(f) for f in br.findings}
         for f in br.findings:
             f.in_base = True
 
     def _mark_in_base(self, t: Target, br: R.BranchResult) -> None:
         if t.topic == BASE:
-            self.set_base(br)
+            self.set_base(br, t.variant)
             return
-        if not self.base_signatures:
+        sigs = self.base_sigs.get(t.variant)
+        if not sigs:
             return
         for f in br.findings:
-            if f.kind not in TEST_KINDS and console_scan.signature(f) in self.base_signatures:
+            if f.kind not in TEST_KINDS and console_scan.signature(f) in sigs:
                 f.in_base = True
         self._restatus(br)
 
@@ -353,7 +429,7 @@ class Runner:
         p = self._cache_path(t)
         p.mkdir(parents=True, exist_ok=True)
         d = self.out(t)
-        for name in ("console.log", "build.log", "config"):
+        for name in OUTPUTS + tuple(f"expect-{e.name}.log" for e in t.expect):
             if (d / name).is_file():
                 shutil.copyfile(d / name, p / name)
         tmp = p / "result.json.tmp"
@@ -367,7 +443,7 @@ class Runner:
         except (OSError, ValueError, TypeError, KeyError):
             return None
         d = self.out(t)
-        for name in ("console.log", "build.log", "config"):
+        for name in OUTPUTS + tuple(f"expect-{e.name}.log" for e in t.expect):
             if (p / name).is_file():
                 shutil.copyfile(p / name, d / name)
         br.branch, br.topic, br.head = t.branch, t.topic, t.commit
@@ -379,7 +455,7 @@ class Runner:
                 s.status = CACHED
             self.note(t, s.stage, s.status, "cached" if s.status == CACHED else s.summary)
         if t.topic == BASE:
-            self.base_signatures = {console_scan.signature(f) for f in br.findings}
+            self.base_sigs[t.variant] = {console_scan.signature(f) for f in br.findings}
         else:
             for f in br.findings:
                 f.in_base = False
@@ -390,7 +466,8 @@ class Runner:
 def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_report: bool,
                 use_live: bool) -> R.Report:
     """Run the named targets (all when empty) under the work directory's lock."""
-    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan), names)
+    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan, opts.kcsan,
+                                           sanitizers=opts.sanitizers), names)
     report = R.Report(base_version=m.base.version)
     with wd.lock():
         if not Path(wd.git_dir).is_dir():

@@ -1,0 +1,84 @@
+"""ktopic mutate: the mutation gate; every qemu/mutants/<topic>/*.patch
+must make the topic's tests fail (ktopic.runner.mutate, docs/ci.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ktopic.commands import common
+from ktopic.model import results as R
+from ktopic.model.targets import BASE, select, targets_from_manifest
+from ktopic.report import report as rep
+from ktopic.runner import mutate as mut
+from ktopic.runner.runner import Runner
+
+
+def register(sub) -> None:
+    p = sub.add_parser("mutate", help="mutation gate: every mutant must make the tests fail",
+                       description="For each qemu/mutants/<topic>/*.patch: apply it on the "
+                       "topic's branch head (no ref moves), build incrementally in the "
+                       "branch's build directory, boot the topic's tests, and require a "
+                       "failure.  Survivors (and mutants that no longer apply or build) "
+                       "fail the gate.  Results are cached by content.")
+    p.add_argument("topics", nargs="*", metavar="TOPIC",
+                   help="topics (default: every topic that has mutants)")
+    p.add_argument("--mutants", type=Path, default=None, metavar="DIR",
+                   help="directory of <topic>/NNNN-*.patch (default: qemu/mutants)")
+    p.add_argument("--no-cache", action="store_true", help="ignore cached mutant results")
+    p.add_argument("-o", "--out", type=Path, default=None,
+                   help="output directory (default: out/ beside the manifest); the mutants "
+                        "join report.json, index.html and out/mutants/junit.xml")
+    common.add_common(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    m = common._manifest(args)
+    wd = common._workdir(args)
+    out_dir = Path(args.out or Path(m.root) / "out")
+    mdir = Path(args.mutants or Path(m.root) / "qemu" / "mutants")
+    for t in args.topics:
+        m.topic(t)
+    topics = args.topics or [t for t in m.order if (mdir / t).is_dir()]
+    # Parse every mutant first: a malformed one stops the run before any build.
+    mutants = {t: mut.load_mutants(mdir, t) for t in topics}
+    opts = common.options_from_args(args)
+    opts.check = False
+    # --no-cache is about the mutants: the base's and the branch's own results
+    # are ktopic ci's, cached by the same keys.
+    opts.use_cache = opts.base_cache = True
+    targets = targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan, opts.kcsan)
+    base = next(t for t in targets if t.topic == BASE)
+    results: list[R.MutantResult] = []
+
+    def show(r: R.MutantResult) -> None:
+        how = " (cached)" if r.cached else f" ({r.seconds:.0f}s)"
+        print(f"  {r.topic}/{r.name}: {r.status.upper()}{how}: {r.summary}", flush=True)
+
+    with wd.lock():
+        runner = Runner(wd, m, out_dir / "mutants", opts)
+        for topic in topics:
+            if not mutants[topic]:
+                continue
+            t = [x for x in select(targets, [topic]) if x.topic == topic and not x.variant][0]
+            print(f"{topic}: {len(mutants[topic])} mutant(s)", flush=True)
+            results += mut.mutate(runner, base, t, mutants[topic], use_cache=not args.no_cache,
+                                  on_result=show)
+    report = _merge(out_dir, m.base.version, results, topics)
+    rep.write_all(report, out_dir)
+    print()
+    for line in rep.mutation_lines(report):
+        print(line)
+    return 0 if all(r.ok for r in results) else 1
+
+
+def _merge(out_dir: Path, version: str, results: list[R.MutantResult],
+           topics: list[str]) -> R.Report:
+    """The existing report.json (ktopic ci's) with these topics' mutants replaced."""
+    path = out_dir / "report.json"
+    try:
+        report = R.Report.from_json(path.read_text())
+    except (OSError, ValueError, KeyError, TypeError):
+        report = R.Report(base_version=version)
+    report.mutants = [x for x in report.mutants if x.topic not in topics] + results
+    return report
