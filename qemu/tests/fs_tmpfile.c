@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fs_tmpfile: O_TMPFILE on tmpfs, seen from userspace (fs topic).
+ * fs_tmpfile: O_TMPFILE on tmpfs, seen from userspace (fs topic): a
+ * regression test, not a test of the new helper.
  *
  * tmpfs creates O_TMPFILE files with d_tmpfile(), which the fs topic
- * rebuilds on top of d_mark_tmpfile().  This checks what userspace can see
- * of that: the file starts with no link, its /proc/self/fd entry names the
- * dentry "#<inode number>" (the name d_mark_tmpfile() gives it), data
- * written to it survives linkat() into the namespace through
+ * rebuilds on top of d_mark_tmpfile().  No filesystem in the tree calls
+ * d_mark_tmpfile() itself, so userspace cannot reach it alone; this checks
+ * that the refactored d_tmpfile() still does what the unpatched one does,
+ * and passes on the unpatched kernel too, by design: the file starts with
+ * no link, its /proc/self/fd entry names the dentry "#<inode number>",
+ * data written to it survives linkat() into the namespace through
  * /proc/self/fd with AT_SYMLINK_FOLLOW, after which it has one link, and
- * an O_EXCL tmpfile cannot be linked.
+ * an O_EXCL tmpfile cannot be linked.  d_mark_tmpfile() on its own (name
+ * given, link count and dentry left alone) is tested by the KUnit suite
+ * d_mark_tmpfile in fs/tmpfile_test.c.
  *
  * Needs root (it mounts its own tmpfs) and /proc.  Prints KTAP.
  * Build: gcc -static -O2 -Wall -o fs_tmpfile fs_tmpfile.c
