@@ -389,3 +389,19 @@ def test_without_b4_one_line(generated, ktopic, tmp_path, monkeypatch):
     assert not (generated.root / "out").exists() and not (generated.root / "mail").exists()
     # b4's working branch is recreated by every run; no other ref moved.
     assert {k: v for k, v in generated.refs().items() if not k.startswith("refs/heads/b4/")} == before
+
+
+@needs_b4
+def test_changelog_sees_a_message_only_change(generated, ktopic):
+    """patch-id ignores the commit message: a v2 that only rewords a
+    message is not "No change to the patches"."""
+    assert ktopic(*generated.args("mail", "counters")).status == 0
+    p2 = generated.root / "patches/counters/0002-lib-counter-return-even-more.patch"
+    p2.write_text(p2.read_text().replace("Why: a test needs it.", "Why: a test needs it, twice."))
+    assert ktopic(*generated.args("generate")).status == 0
+    r = ktopic(*generated.args("mail", "counters", "--reroll"))
+    assert r.status == 0, r
+    cov = body(messages(generated.root / "out/mail/topic/counters/v2")[0])
+    assert "Changes in v2:\n- Changed the commit message only: lib/counter: return even more\n" \
+        in cov, cov
+    assert "No change to the patches" not in cov

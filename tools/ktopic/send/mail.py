@@ -203,31 +203,34 @@ class Plan:
         return self.m.root / "out" / "mail" / self.t.branch / f"v{self.revision}"
 
 
-def commits(git: Git, start: str, head: str) -> list[tuple[str, str, str]]:
-    """(commit, subject, patch-id) of start..head, oldest first."""
+def commits(git: Git, start: str, head: str) -> list[tuple[str, str, str, str]]:
+    """(commit, subject, patch-id, message) of start..head, oldest first:
+    patch-id ignores the message, which a revision may change alone."""
     out = []
     for line in git.run("log", "--reverse", "--format=%H %s", f"{start}..{head}").splitlines():
         c, subject = line.split(" ", 1)
         diff = git.run("show", "--format=", c)
         pid = subprocess.run(["git", "patch-id", "--stable"], input=diff, capture_output=True,
                              text=True).stdout.split(" ")[0]
-        out.append((c, subject, pid))
+        out.append((c, subject, pid, git.run("show", "-s", "--format=%B", c).strip()))
     return out
 
 
-def changelog(old: list[tuple[str, str, str]] | None, new: list[tuple[str, str, str]],
+def changelog(old: list[tuple[str, str, str, str]] | None, new: list[tuple[str, str, str, str]],
               prev: revisions.Revision, plan_base: str, stack_own: list[dict]) -> list[str]:
     out = []
     if old is not None:
-        olds = {s: pid for _, s, pid in old}
-        news = {s: pid for _, s, pid in new}
-        for _, s, pid in new:
+        olds = {s: (pid, msg) for _, s, pid, msg in old}
+        news = {s: pid for _, s, pid, _ in new}
+        for _, s, pid, msg in new:
             if s not in olds:
                 out.append(f"New patch: {s}")
-            elif olds[s] != pid:
-                out.append(f"Changed: {s}")
-        out += [f"Dropped: {s}" for _, s, _ in old if s not in news]
-        if [s for _, s, _ in old if s in news] != [s for _, s, _ in new if s in olds]:
+            elif olds[s][0] != pid:
+                out.append(f"Changed: {s}" + ("" if olds[s][1] == msg else " (and its message)"))
+            elif olds[s][1] != msg:
+                out.append(f"Changed the commit message only: {s}")
+        out += [f"Dropped: {s}" for _, s, _, _ in old if s not in news]
+        if [s for _, s, _, _ in old if s in news] != [s for _, s, _, _ in new if s in olds]:
             out.append("Patches reordered")
     else:
         old_own = {e["file"]: e["blob"] for e in prev.stack[len(prev.stack) - prev.own:]}
