@@ -401,3 +401,12 @@ def test_three_way_apply_writes_nothing_to_the_cwd(imported, ktopic, tmp_path, m
     r = rebase(ktopic, project, tb)
     assert r.status == 1 and outcomes(r.out)[("counters", P2)] == "conflict", r
     assert (cwd / "lib/fresh.c").read_text() == "the user's own file\n"
+
+
+def test_range_diff_of_a_topic_without_patches(generated, ktopic, tmp_path):
+    tb = newer(tmp_path, "unrelated", [("README", "Linux kernel\n", "Linux kernel, newer\n")])
+    assert rebase(ktopic, generated, tb).status == 0
+    rd = ktopic(*generated.args("range-diff", "compiler"))
+    assert rd.status == 0 and "topic/compiler carries no patches of its own on either base" \
+        in rd.out, rd
+    assert "usage" not in rd.out + rd.err
