@@ -405,3 +405,21 @@ def test_changelog_sees_a_message_only_change(generated, ktopic):
     assert "Changes in v2:\n- Changed the commit message only: lib/counter: return even more\n" \
         in cov, cov
     assert "No change to the patches" not in cov
+
+
+def test_cover_keeps_lists_and_urls():
+    """series.cover's bullet list stays a list (cover letter, tag, pull
+    request all wrap with cover.wrap); a URL is never broken."""
+    from ktopic.send import cover
+    url = "https://lore.kernel.org/r/20261204-test-series-integration-c1ef234ffbcf-v1-0-ab@example.org"
+    text = ("What it does:\n- the first thing, said at such length that it has to wrap "
+            "under its marker\n- the second\n\nLink: " + url)
+    assert cover.wrap(text) == [
+        "What it does:",
+        "- the first thing, said at such length that it has to wrap under its",
+        "  marker",
+        "- the second",
+        "",
+        "Link:",
+        url]
+    assert cover.wrap(f"Link to v1: {url}", indent="  ", first="- ") == ["- Link to v1:", "  " + url]

@@ -29,15 +29,43 @@ def placeholder(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+BULLET = re.compile(r"^(\s*)([-*+]|\d+[.)])\s+")
+
+
+def _fill(text: str, first: str, rest: str) -> list[str]:
+    # Never break a word (a URL, a Message-Id) or at its hyphens.
+    return textwrap.wrap(" ".join(text.split()), WIDTH, initial_indent=first,
+                         subsequent_indent=rest, break_on_hyphens=False,
+                         break_long_words=False) or [first.rstrip()]
+
+
 def wrap(text: str, indent: str = "", first: str | None = None) -> list[str]:
-    """Paragraphs of text wrapped at WIDTH; blank lines separate them."""
+    """Paragraphs of text wrapped at WIDTH; blank lines separate them.  A
+    paragraph's list items ("- ", "* ", "1. ") stay items, each wrapped
+    under its marker; a long word (a URL) is never broken."""
     out: list[str] = []
     for para in re.split(r"\n\s*\n", (text or "").strip()):
         if out:
             out.append("")
-        out += textwrap.wrap(" ".join(para.split()), WIDTH,
-                             initial_indent=first if first is not None and not out else indent,
-                             subsequent_indent=indent, break_on_hyphens=False) or [""]
+        lead = first if first is not None and not out else indent
+        chunks: list[list[str]] = []          # [marker or "", text lines...]
+        for line in para.splitlines():
+            b = BULLET.match(line)
+            if b:
+                chunks.append([b.group(1) + b.group(2) + " ", line[b.end():]])
+            elif chunks:
+                chunks[-1].append(line)
+            else:
+                chunks.append(["", line])
+        merged: list[list[str]] = []
+        for c in chunks:                      # text before the first item: one paragraph
+            if merged and not c[0] and not merged[-1][0]:
+                merged[-1] += c[1:]
+            else:
+                merged.append(c)
+        for i, (marker, *lines) in enumerate(merged):
+            head = lead if i == 0 else indent
+            out += _fill(" ".join(lines), head + marker, indent + " " * len(marker))
     return out
 
 
