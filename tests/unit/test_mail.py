@@ -423,3 +423,17 @@ def test_cover_keeps_lists_and_urls():
         "Link:",
         url]
     assert cover.wrap(f"Link to v1: {url}", indent="  ", first="- ") == ["- Link to v1:", "  " + url]
+
+
+def test_a_branch_behind_the_manifest_is_not_mailed(generated, ktopic):
+    """A patch changed, not regenerated: for-next (and the topic) are
+    behind the manifest; mail refuses and names the topic."""
+    p2 = generated.root / "patches/counters/0002-lib-counter-return-even-more.patch"
+    p2.write_text(p2.read_text().replace("return 300;", "return 3000;"))
+    before = generated.refs()
+    for name in ("integration", "counters"):
+        r = ktopic(*generated.args("mail", name))
+        assert r.status == 2, r
+        assert "behind the manifest: topic counters" in r.err and "ktopic generate" in r.err, r
+    assert generated.refs() == before
+    assert not (generated.root / "out").exists() and not (generated.root / "mail").exists()

@@ -264,6 +264,17 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     gen = Generator(m, wd)
     start = base if t.label == "integration" else gen.start_of(base, name)
     expected = gen.integration_head(base) if t.label == "integration" else gen.head_of(base, name)
+    if head != expected:
+        # Mail what the manifest says, never a branch it has moved past.
+        names = t.topics if t.label == "integration" else m.closure(name) + [name]
+        behind = [tn for tn in names
+                  if git.rev_parse(m.topics[tn].ref) != gen.head_of(base, tn)]
+        gen.cache.save()
+        raise KtopicError(f"{t.branch} is at {head[:12]}, not at {expected[:12]} which the "
+                          f"manifest generates" +
+                          (f" (behind the manifest: {', '.join('topic ' + b for b in behind)})"
+                           if behind else " (edited by hand?)") +
+                          ": run `ktopic generate` first", m.display(), t.recipients_line)
     gen.cache.save()
     if not git.is_ancestor(start, head):
         raise Failure(f"branch {t.branch} does not start from the base and its dependencies "
@@ -275,16 +286,11 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     tree = git.tree_of(head)
     result_notes: list[str] = []
     # The patch files the revision is made of, by git blob id.
-    stack, own = [], 0
-    if head == expected:
-        names = t.topics if t.label == "integration" else m.closure(name) + [name]
-        for tn in names:
-            for p in m.topics[tn].patches:
-                stack.append({"file": f"patches/{tn}/{p.rel}", "blob": revisions.blob_id(p.path)})
-        own = sum(len(m.topics[tn].patches) for tn in t.topics)
-    else:
-        result_notes.append(f"{t.branch} is not what the manifest generates (edited by hand?); "
-                            f"a fresh clone cannot rebuild this revision from the patch files")
+    stack = []
+    for tn in (t.topics if t.label == "integration" else m.closure(name) + [name]):
+        for p in m.topics[tn].patches:
+            stack.append({"file": f"patches/{tn}/{p.rel}", "blob": revisions.blob_id(p.path)})
+    own = sum(len(m.topics[tn].patches) for tn in t.topics)
 
     state = revisions.load(m.root, t.label) or revisions.new_state(m.root, m.series.name, t.label)
     rel = f"{revisions.STATE_DIR}/{state.path.name}"
