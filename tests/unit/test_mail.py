@@ -257,10 +257,13 @@ def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
         assert m["From"] == "Test Porter <porter@example.org>"
     assert all(m["In-Reply-To"] == msgs[0]["Message-Id"] for m in msgs[1:])
     cov = body(msgs[0])
-    # the base said in words; no base-commit naming the local import
+    # the base said in words, and as the reproducible import commit: the
+    # full id in b4's footer, and how a recipient gets it
+    base = generated.refs()["refs/heads/base"]
     assert "Debian's linux-source-6.1 6.1.192-3, that is upstream v6.1.192" in cov
-    assert "base-commit:" not in cov
+    assert f"\nbase-commit: {base}\n" in cov
     assert "base: Debian linux-source-6.1 6.1.192-3 (upstream v6.1.192)" in cov
+    assert f"Its import by `ktopic import-base` is commit {base}" in " ".join(cov.split())
     assert " lib/counter.c | 4 ++--\n lib/names.c   | 2 +-\n" in cov      # b4's diffstat
     assert "Already in the base (not carried)" in cov
     assert '- "Compiler Attributes: add __flatten": upstream in v5.12.' in cov

@@ -89,6 +89,7 @@ class CoverInput:
     range_diff: str = ""
     range_diff_note: str = ""       # why there is none, when there is none
     previous: int = 0
+    start: str = ""                 # where the series applies (base-commit)
 
 
 def base_lines(m: Manifest, base_commit: str, mail: bool = True) -> list[str]:
@@ -96,9 +97,10 @@ def base_lines(m: Manifest, base_commit: str, mail: bool = True) -> list[str]:
     text = (f"Debian's {b.package} {b.debian_version}, that is upstream v{b.version} "
             f"with Debian's patches, as {b.tarball} ships it.  ")
     if mail:
-        text += (f"b4's base-commit would name {base_commit[:12]}, the import of that "
-                 f"tarball by `ktopic import-base`, which exists in no public tree; apply "
-                 f"the series on an unpacked {b.package} {b.debian_version}.")
+        text += (f"Its import by `ktopic import-base` is commit {base_commit}: the same "
+                 f"commit on every machine, so `ktopic import-base` on that tarball gives "
+                 f"a recipient the base-commit below (or apply the series on an unpacked "
+                 f"{b.package} {b.debian_version}).")
     else:
         text += (f"Commit {base_commit[:12]} is the import of that tarball by `ktopic "
                  f"import-base` (the same commit on every machine).")
@@ -137,7 +139,9 @@ def render(m: Manifest, ci: CoverInput) -> str:
     lines += base_lines(m, ci.base_commit)
     if ci.depends:
         lines += [""] + wrap("The series applies on top of " + ", ".join(ci.depends) +
-                             " (sent separately), as the branch " + ci.branch + " has them.")
+                             " (sent separately), as the branch " + ci.branch + " has them" +
+                             (f"; the base-commit below, {ci.start}, is the base with them, "
+                              f"as `ktopic generate` makes it" if ci.start else "") + ".")
     lines += carried_lines(ci.carried)
     lines += section("CI results")
     lines += ci.ci or wrap(f"No CI results for tree {ci.tree[:12]} yet (run `ktopic ci "

@@ -37,8 +37,10 @@ from ktopic.model.workdir import Workdir
 MAGIC = "--- b4-submit-tracking ---"
 SPARSE_NOTHING = "/.ktopic-sparse-checkout-nothing\n"
 
-# Our cover template for b4: its default one ends with a base-commit footer
-# naming the local import commit; ours says what the base is instead.
+# Our cover template for b4: b4's footers, with the base said in words too.
+# base-commit is the commit the series applies on: the base import (the
+# same id on every machine that imports the tarball) plus the topics it
+# depends on, as `ktopic generate` makes them; `b4 am` reports it.
 COVER_TEMPLATE = """\
 ${cover}
 
@@ -48,6 +50,7 @@ ${shortlog}
 ${diffstat}
 ---
 base: %(base)s
+base-commit: %(base_commit)s
 change-id: ${change_id}
 
 -- 
@@ -350,7 +353,7 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     ci = cover.ci_lines(m.root / "out" / "report.json", t.branch, head, tree)
     cin = cover.CoverInput(
         subject=t.subject, body=t.body, branch=t.branch, head=head, tree=tree,
-        revision=revision, base_commit=base, depends=t.depends, carried=t.carried, ci=ci,
+        revision=revision, base_commit=base, start=start, depends=t.depends, carried=t.carried, ci=ci,
         changelog=history, range_diff=rd, range_diff_note=rd_note,
         previous=revision - 1 if prev else 0)
     text = cover.render(m, cin)
@@ -501,7 +504,8 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
         template = Path(tmp, "cover-template")
         b = m.base
         template.write_text(COVER_TEMPLATE % {
-            "base": f"Debian {b.package} {b.debian_version} (upstream v{b.version})"})
+            "base": f"Debian {b.package} {b.debian_version} (upstream v{b.version})",
+            "base_commit": p.start})
         env = b4_env(dataclasses.replace(p, send=False), template)
         try:
             t1 = time.monotonic()
