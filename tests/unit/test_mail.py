@@ -440,3 +440,19 @@ def test_a_branch_behind_the_manifest_is_not_mailed(generated, ktopic):
         assert "behind the manifest: topic counters" in r.err and "ktopic generate" in r.err, r
     assert generated.refs() == before
     assert not (generated.root / "out").exists() and not (generated.root / "mail").exists()
+
+
+def test_branch_names_notes_on_v1_and_no_patches(generated, ktopic):
+    """`mail for-next` is `mail integration`; --changes on v1 is shown (as
+    notes); pull-request of a topic without patches says there is nothing
+    to pull instead of suggesting a mail that refuses."""
+    r = ktopic(*generated.args("mail", "topic/counters", "--changes", "first posting, RFC-ish"))
+    assert r.status == 0, r
+    cov = body(messages(generated.root / "out/mail/topic/counters/v1")[0])
+    assert "Notes on v1:\n- first posting, RFC-ish\n" in cov, cov
+    r = ktopic(*generated.args("mail", "for-next"))
+    assert r.status == 0 and r.out.startswith("for-next v1:"), r
+    r = ktopic(*generated.args("mail", "nothing-like-it"))
+    assert r.status == 2 and "no topic 'nothing-like-it'" in r.err, r
+    r = ktopic(*generated.args("pull-request", "compiler"))
+    assert r.status == 2 and "nothing to pull" in r.err and "ktopic mail" not in r.err, r

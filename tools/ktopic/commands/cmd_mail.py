@@ -34,6 +34,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     m = manifest.load(args.manifest, workdir=args.workdir)
+    args.name = mail.series_name(m, args.name)
     m.check_series_name(args.name)
     wd = Workdir(args.workdir)
     with wd.lock():

@@ -8,7 +8,7 @@ import sys
 
 from ktopic.model import manifest
 from ktopic.model.workdir import Workdir
-from ktopic.send import pullreq
+from ktopic.send import mail, pullreq
 
 
 def register(sub) -> None:
@@ -23,6 +23,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     m = manifest.load(args.manifest, workdir=args.workdir)
+    args.name = mail.series_name(m, args.name)
     m.check_series_name(args.name)
     wd = Workdir(args.workdir)
     with wd.lock():

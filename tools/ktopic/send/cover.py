@@ -147,7 +147,7 @@ def render(m: Manifest, ci: CoverInput) -> str:
     lines += ci.ci or wrap(f"No CI results for tree {ci.tree[:12]} yet (run `ktopic ci "
                            f"{ci.branch}`).")
     for number, changes in ci.changelog:
-        lines += ["", f"Changes in v{number}:"]
+        lines += ["", f"Changes in v{number}:" if number > 1 else "Notes on v1:"]
         for c in changes:
             lines += wrap(c, indent="  ", first="- ")
     if ci.previous:

@@ -74,6 +74,20 @@ class Target:
     carried: list[Carried] = field(default_factory=list)
 
 
+def series_name(m: Manifest, name: str) -> str:
+    """The topic (or "integration") a series name means: a branch name
+    (for-next, topic/fs) is taken for its topic."""
+    if name != "integration" and name not in m.topics:
+        if name == m.integration.branch:
+            return "integration"
+        for tn, t in m.topics.items():
+            if name == t.branch:
+                return tn
+        raise KtopicError(f"no topic {name!r}: name a topic ({', '.join(m.topics)}), "
+                          f"`integration` ({m.integration.branch}), or one of their branches")
+    return name
+
+
 def line_of(m: Manifest, *keys) -> int | None:
     return yamlpos.line_of(m.data, list(keys))
 
@@ -347,9 +361,9 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
             changes.append(f"Link to v{prev.number}: https://lore.kernel.org/r/"
                            f"{prev.message_id.strip('<>')}")
     changes += list(notes or [])
-    history = [(revision, changes)] if revision > 1 else []
+    history = [(revision, changes)] if revision > 1 or changes else []
     history += [(n, r.changes) for n, r in sorted(state.revisions.items(), reverse=True)
-                if n < revision and n > 1 and r.changes]
+                if n < revision and r.changes]
     ci = cover.ci_lines(m.root / "out" / "report.json", t.branch, head, tree)
     cin = cover.CoverInput(
         subject=t.subject, body=t.body, branch=t.branch, head=head, tree=tree,

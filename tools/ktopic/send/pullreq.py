@@ -78,6 +78,9 @@ def run(m: Manifest, wd: Workdir, name: str, retag: bool = False) -> Result:
                           "branch is published", m.display(), line_of(m, "series"))
     state = revisions.load(m.root, t.label)
     rel = f"{revisions.STATE_DIR}/{t.label}.yaml"
+    if t.label != "integration" and not m.topics[t.label].patches:
+        raise KtopicError(f"{t.branch} carries no patches of its own: there is nothing to "
+                          f"pull (nor to mail)", m.display(), t.recipients_line)
     if state is None or state.current is None:
         raise KtopicError(f"{t.branch} is not enrolled: no revision of it was mailed "
                           f"(run `ktopic mail {name}` first)", rel)
