@@ -410,3 +410,17 @@ def test_range_diff_of_a_topic_without_patches(generated, ktopic, tmp_path):
     assert rd.status == 0 and "topic/compiler carries no patches of its own on either base" \
         in rd.out, rd
     assert "usage" not in rd.out + rd.err
+
+
+def test_status_and_generate_mid_rebase(generated, ktopic, tmp_path):
+    """While a rebase is stopped: status says so; generate refuses with the
+    reason (one line, exit 2) and moves nothing."""
+    tb = newer(tmp_path, "conflict", [("lib/counter.c", "return 30;", "return 31;")])
+    assert rebase(ktopic, generated, tb).status == 1
+    s = ktopic(*generated.args("status"))
+    assert "a rebase is in progress" in s.out, s
+    refs = generated.refs()
+    g = ktopic(*generated.args("generate"))
+    assert g.status == 2 and "a rebase is in progress" in g.err, g
+    assert len(g.err.strip().splitlines()) == 1 and "--abort" in g.err
+    assert generated.refs() == refs
