@@ -163,7 +163,8 @@ def expected_outcomes(patches: list[str], stopped: bool) -> dict[tuple[str, str]
     stopped_topic = None
     for rel in patches:
         topic, file = rel.split("/")
-        if topic == stopped_topic:
+        if topic == stopped_topic:              # not reached: listed as pending
+            want[(topic, file)] = "pending"
             continue
         want[(topic, file)] = "upstream" if rel in EVIDENCE else \
             "3-way" if rel == THREE_WAY else \

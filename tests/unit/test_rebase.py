@@ -424,3 +424,21 @@ def test_status_and_generate_mid_rebase(generated, ktopic, tmp_path):
     assert g.status == 2 and "a rebase is in progress" in g.err, g
     assert len(g.err.strip().splitlines()) == 1 and "--abort" in g.err
     assert generated.refs() == refs
+
+
+def test_conflict_report_names_the_hunk_and_the_patches_after_it(imported, ktopic, tmp_path):
+    """counters 0001 has two hunks in lib/counter.c, only the second of
+    which conflicts; the report names that one, and the table lists 0002,
+    not reached, as pending."""
+    project = counters_patches(
+        imported, ktopic, tmp_path,
+        [("lib/counter.c", "return 3;", "return 33;"), ("lib/counter.c", "return 30;", "return 300;")],
+        [("lib/counter.c", "return 20;", "return 200;")])
+    tb = newer(tmp_path, "conflict", [("lib/counter.c", "return 30;", "return 31;")])
+    r = rebase(ktopic, project, tb)
+    assert r.status == 1, r
+    got = outcomes(r.out)
+    assert got[("counters", P1)] == "conflict" and got[("counters", P2)] == "pending", r.out
+    line = [ln for ln in r.out.splitlines() if ln.startswith("  lib/counter.c: ")]
+    assert len(line) == 1 and "hunk #2 (@@ -28,7 +28,7 @@)" in line[0], r.out
+    assert "hunk #1" not in line[0], line

@@ -265,6 +265,9 @@ class Rebase:
                 report.rows.append(Row(name, "", "done", "no patches"))
             if t["state"] == "conflict":
                 report.conflicts.append(t["conflict"])
+                for e in t["entries"][t["next"] + 1:]:      # not reached yet: said, not left out
+                    report.rows.append(Row(name, e if isinstance(e, str) else e["file"],
+                                           "pending", "after the conflict"))
         if report.complete:
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
@@ -494,6 +497,13 @@ class Rebase:
         files = _run_in(wt, "diff", "--name-only", "--diff-filter=U").stdout.split() or unmerged
         remaining = set(_run_in(wt, "rerere", "remaining").stdout.split())
         by_rerere = [f for f in files if f not in remaining]
+        # The hunk that does not fit, per file, from git apply's "patch
+        # failed: FILE:LINE" (LINE is the hunk's old start); every hunk of
+        # the file only when git does not say.
+        chk = self._apply(head, p, "--check")
+        failed: dict[str, set[int]] = {}
+        for mf in re.finditer(r"^error: patch failed: (.+):(\d+)$", chk.stderr or "", re.M):
+            failed.setdefault(mf.group(1), set()).add(int(mf.group(2)))
         hunks = []
         for f in files:
             marks = []
@@ -503,7 +513,9 @@ class Rebase:
                         marks.append(n)
             except OSError:
                 pass
-            hs = ", ".join(f"hunk #{h.number} ({h.header})" for h in p.hunks.get(f, []))
+            mine = p.hunks.get(f, [])
+            mine = [h for h in mine if h.old_start in failed.get(f, ())] or mine
+            hs = ", ".join(f"hunk #{h.number} ({h.header})" for h in mine)
             hunks.append({"file": f, "hunks": hs, "markers": marks,
                           "rerere": f in by_rerere})
         t["conflict"] = {"topic": name, "patch": p.path.name, "subject": p.subject,

@@ -17,7 +17,7 @@ from ktopic.model.workdir import Workdir
 from ktopic.branches.rebase import Rebase, conflict_help
 
 COLOURS = {"applied": "green", "3-way": "cyan", "upstream": "blue", "resolved": "cyan",
-           "conflict": "red", "dropped": "magenta", "waiting": "yellow", "failed": "red", "done": "green"}
+           "conflict": "red", "dropped": "magenta", "pending": "yellow", "waiting": "yellow", "failed": "red", "done": "green"}
 
 
 def register(sub) -> None:
