@@ -428,6 +428,7 @@ def test_cover_keeps_lists_and_urls():
     assert cover.wrap(f"Link to v1: {url}", indent="  ", first="- ") == ["- Link to v1:", "  " + url]
 
 
+@needs_b4
 def test_a_branch_behind_the_manifest_is_not_mailed(generated, ktopic):
     """A patch changed, not regenerated: for-next (and the topic) are
     behind the manifest; mail refuses and names the topic."""
@@ -442,6 +443,7 @@ def test_a_branch_behind_the_manifest_is_not_mailed(generated, ktopic):
     assert not (generated.root / "out").exists() and not (generated.root / "mail").exists()
 
 
+@needs_b4
 def test_branch_names_notes_on_v1_and_no_patches(generated, ktopic):
     """`mail for-next` is `mail integration`; --changes on v1 is shown (as
     notes); pull-request of a topic without patches says there is nothing
