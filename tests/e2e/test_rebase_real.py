@@ -163,7 +163,8 @@ def expected_outcomes(patches: list[str], stopped: bool) -> dict[tuple[str, str]
     stopped_topic = None
     for rel in patches:
         topic, file = rel.split("/")
-        if topic == stopped_topic:
+        if topic == stopped_topic:              # not reached: listed as pending
+            want[(topic, file)] = "pending"
             continue
         want[(topic, file)] = "upstream" if rel in EVIDENCE else \
             "3-way" if rel == THREE_WAY else \
@@ -295,3 +296,98 @@ def test_rebase_onto_a_newer_real_tree(real_workdir, tmp_path):
     g = ktopic(project, "generate")
     assert g.returncode == 0 and "0 patches applied" in g.stdout, g.stdout + g.stderr
     assert project.refs() == refs
+
+
+# --- a series upstreamed together; an empty resolution -----------------------------
+
+SERIES = ["fs/0001-fs-insert_inode_locked2.patch", "fs/0002-fs-factor-out-d_mark_tmpfile.patch"]
+MM = "mm/0001-mm-pagecache-add-lock.patch"
+# A line right next to what mm 0001 adds to fs/inode.c: a conflict.
+MM_EDIT = ("fs/inode.c", '\t\t\t\t   "mapping.invalidate_lock");\n',
+           '\t\t\t\t   "mapping.invalidate_lock");\t/* newer */\n')
+
+
+def test_series_upstream_and_empty_resolution(real_workdir, tmp_path):
+    """fs 0001 and 0002 upstream together, their added lines indented with
+    spaces (0002's Kconfig and Makefile lines sit in 0001's context, so 0001
+    alone conflicts); a conflict in mm 0001 resolved by taking the new
+    base's side of every file.  The fs pair is found upstream, each with a
+    check the old base fails; the empty resolution is not taken for
+    "upstream": --continue refuses until --drop gives a reason."""
+    project = copy_of_project(real_workdir, tmp_path)
+    gd = project.workdir / "linux.git"
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    r = ktopic(project, "generate")
+    assert r.returncode == 0, r.stderr
+    for rel in (*SERIES, MM):
+        assert rel in carried(project), f"the manifest no longer carries {rel}"
+    base = project.refs()["refs/heads/base"]
+    idx = {"GIT_INDEX_FILE": str(tmp_path / "newer.index")}
+    git(gd, "read-tree", base, env=idx)
+    for rel in SERIES:
+        git(gd, "apply", "--cached", "--ignore-whitespace", "-",
+            input=indented_with_spaces(patch_text(project, rel)),
+            env=idx)
+    for path, old, new in (EDITS[0], MM_EDIT):         # the Makefile's SUBLEVEL, mm's conflict
+        text = git(gd, "show", f":{path}", env=idx)
+        assert text.count(old) == 1
+        blob = git(gd, "hash-object", "-w", "--stdin", input=text.replace(old, new)).strip()
+        git(gd, "update-index", "--cacheinfo", f"100644,{blob},{path}", env=idx)
+    tree = git(gd, "write-tree", env=idx).strip()
+    newer = git(gd, "commit-tree", tree, "-p", base, "-m", "newer", env=idx).strip()
+    tarball = tarball_of(project, newer)
+
+    def run(*args):
+        return subprocess.run([*KTOPIC, *project.args(*args)], capture_output=True, text=True,
+                              cwd=cwd)
+
+    r = run("rebase", "--tarball", str(tarball), "--debian-version", NEW_DV)
+    assert r.returncode == 1, r.stdout + r.stderr
+    got = outcomes(r.stdout)
+    for rel in SERIES:
+        assert got[tuple(rel.split("/"))] == "upstream", r.stdout
+    assert got[tuple(MM.split("/"))] == "conflict", r.stdout
+    assert sorted(p.name for p in cwd.iterdir()) == []           # nothing in the cwd
+    m = yaml.safe_load(project.manifest.read_text())
+    old_base = f"refs/ktopic/bases/{OLD_DV}"
+    for e in m["topics"]["fs"]["upstream"]:
+        assert "together" in e["evidence"], e
+        (check,) = e["checks"]
+        assert re.search(check["contains"], git(gd, "show", f"{newer}:{check['file']}"), re.M)
+        if git(gd, "ls-tree", old_base, "--", check["file"]).strip():
+            assert not re.search(check["contains"],
+                                 git(gd, "show", f"{old_base}:{check['file']}"), re.M), check
+
+    # mm: every file of the patch resolved to the new base's side (what the
+    # patch adds, dropped; what merged cleanly, undone).
+    wt = project.workdir / "rebase" / "wt-mm"
+
+    def in_wt(*args):
+        return subprocess.run(["git", "-C", str(wt), *args], capture_output=True, text=True,
+                              check=True).stdout
+    assert in_wt("diff", "--name-only", "--diff-filter=U").split()
+    for f in parse(project.root / "patches" / MM).paths:
+        if in_wt("ls-tree", "HEAD", "--", f).strip():
+            in_wt("checkout", "HEAD", "--", f)
+        else:
+            in_wt("rm", "-q", "-f", "--ignore-unmatch", "--", f)
+            (wt / f).unlink(missing_ok=True)
+    assert in_wt("status", "--porcelain", "--untracked-files=no").strip() == ""
+    mm_before = patch_text(project, MM)
+    mm_subject = parse(project.root / "patches" / MM).subject
+    c = run("rebase", "--continue")
+    assert c.returncode == 1 and "--drop" in c.stderr, c.stdout + c.stderr
+    assert patch_text(project, MM) == mm_before
+    m = yaml.safe_load(project.manifest.read_text())
+    assert not m["topics"]["mm"].get("upstream"), m["topics"]["mm"]
+    c = run("rebase", "--continue", "--drop", "pagecache add lock no longer wanted on 6.1.193")
+    got = outcomes(c.stdout)
+    assert got[tuple(MM.split("/"))] == "dropped", c.stdout + c.stderr
+    if c.returncode == 0:       # mm finished (else mm 0002 stops it: its own conflict)
+        m = yaml.safe_load(project.manifest.read_text())
+        assert [d["subject"] for d in m["topics"]["mm"]["dropped"]] == [mm_subject]
+        assert not (project.root / "patches" / MM).exists()
+    else:
+        assert run("rebase", "--abort").returncode == 0
+    assert sorted(p.name for p in cwd.iterdir()) == []

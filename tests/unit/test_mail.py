@@ -3,6 +3,7 @@ revisions with range-diff, a real SMTP round trip on loopback, bad input."""
 
 from __future__ import annotations
 
+import contextlib
 import email
 import json
 import os
@@ -11,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import path_without
 
@@ -181,13 +183,50 @@ def test_get_maintainer_from_the_branch_tree(tmp_path):
 
 # --- a real SMTP round trip on 127.0.0.1 ---------------------------------------
 
+class Sink:
+    """An SMTP server's mailbox; answers 550 to the fail_at-th message (1-based)."""
+
+    def __init__(self, fail_at: int | None = None):
+        self.got, self.seen, self.fail_at = [], 0, fail_at
+
+    async def handle_DATA(self, server, session, envelope):
+        self.seen += 1
+        if self.seen == self.fail_at:
+            return "550 5.7.1 Message rejected by policy"
+        self.got.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
+        return "250 OK"
+
+
+@contextlib.contextmanager
+def smtp_sink(gitconfig: Path, fail_at: int | None = None):
+    """A loopback SMTP server that git's sendemail.* configuration names."""
+    from aiosmtpd.controller import Controller
+
+    class AnyPort(Controller):
+        """Binds port 0 (the kernel picks a free one: no window in which
+        another process can take it) and reads the port back."""
+
+        def _trigger_server(self):
+            self.port = self.server.sockets[0].getsockname()[1]
+            super()._trigger_server()
+
+    sink = Sink(fail_at)
+    ctl = AnyPort(sink, hostname="127.0.0.1", port=0, ready_timeout=120)
+    ctl.start()
+    port = ctl.port
+    assert port != 0
+    try:
+        gitconfig.write_text(f"[sendemail]\n\tsmtpserver = 127.0.0.1\n\tsmtpserverport = {port}\n")
+        yield sink
+    finally:
+        ctl.stop()
+
+
 @needs_b4
 def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
     """The integration branch, sent for real to an SMTP server on 127.0.0.1:
     numbering, cover letter, recipients, and git am of what arrived gives
     the branch's tree."""
-    from aiosmtpd.controller import Controller
-
     head = generated.refs()["refs/heads/for-next"]
     tree = generated.git("rev-parse", "for-next^{tree}").strip()
     rep = {"base_version": "6.1.192", "branches": [{
@@ -201,32 +240,8 @@ def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
     (generated.root / "out").mkdir()
     (generated.root / "out/report.json").write_text(json.dumps(rep))
 
-    class Sink:
-        def __init__(self):
-            self.got = []
-
-        async def handle_DATA(self, server, session, envelope):
-            self.got.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
-            return "250 OK"
-
-    class AnyPort(Controller):
-        """Binds port 0 (the kernel picks a free one: no window in which
-        another process can take it) and reads the port back."""
-
-        def _trigger_server(self):
-            self.port = self.server.sockets[0].getsockname()[1]
-            super()._trigger_server()
-
-    sink = Sink()
-    ctl = AnyPort(sink, hostname="127.0.0.1", port=0, ready_timeout=120)
-    ctl.start()
-    port = ctl.port
-    assert port != 0
-    try:
-        quiet_git.write_text(f"[sendemail]\n\tsmtpserver = 127.0.0.1\n\tsmtpserverport = {port}\n")
+    with smtp_sink(quiet_git) as sink:
         r = ktopic(*generated.args("mail", "integration", "--send"))
-    finally:
-        ctl.stop()
     assert r.status == 0, r
     assert "sent 4 messages" in r.out
     assert [frm for frm, _, _ in sink.got] == ["porter@example.org"] * 4
@@ -242,10 +257,13 @@ def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
         assert m["From"] == "Test Porter <porter@example.org>"
     assert all(m["In-Reply-To"] == msgs[0]["Message-Id"] for m in msgs[1:])
     cov = body(msgs[0])
-    # the base said in words; no base-commit naming the local import
+    # the base said in words, and as the reproducible import commit: the
+    # full id in b4's footer, and how a recipient gets it
+    base = generated.refs()["refs/heads/base"]
     assert "Debian's linux-source-6.1 6.1.192-3, that is upstream v6.1.192" in cov
-    assert "base-commit:" not in cov
+    assert f"\nbase-commit: {base}\n" in cov
     assert "base: Debian linux-source-6.1 6.1.192-3 (upstream v6.1.192)" in cov
+    assert f"Its import by `ktopic import-base` is commit {base}" in " ".join(cov.split())
     assert " lib/counter.c | 4 ++--\n lib/names.c   | 2 +-\n" in cov      # b4's diffstat
     assert "Already in the base (not carried)" in cov
     assert '- "Compiler Attributes: add __flatten": upstream in v5.12.' in cov
@@ -274,9 +292,52 @@ def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
     am_tree = subprocess.run(["git", "-C", str(wt), "rev-parse", "HEAD^{tree}"],
                              capture_output=True, text=True, check=True).stdout.strip()
     assert am_tree == tree
-    # a sent revision is not sent again
+    # a sent revision is not sent again, nor rewritten by a plain `mail`
+    # (which used to erase `sent`, so that the next --send posted it twice)
+    for again in ([], ["--send"], []):
+        r = ktopic(*generated.args("mail", "integration", *again))
+        assert r.status == 2 and "was sent on" in r.err and "--reroll" in r.err, r
+        assert (generated.root / "mail/integration.yaml").read_text() == st
+    # the messages that went out stay where they were written
+    written = messages(generated.root / "out/mail/for-next/v1")
+    assert [m["Message-Id"] for m in written] == [m["Message-Id"] for m in msgs]
+
+
+@needs_b4
+def test_send_stopped_mid_series_is_recorded_and_finished(generated, ktopic, quiet_git):
+    """A server that takes the cover and 1/3 and answers 550 to 2/3: the
+    two are recorded by Message-Id, ktopic says "2 of 4" in one line, a
+    plain `mail` refuses to rewrite the revision, and `--send` again sends
+    only the other two, with their Message-Ids, in the same thread."""
+    with smtp_sink(quiet_git, fail_at=3) as sink:
+        r = ktopic(*generated.args("mail", "integration", "--send"))
+    assert r.status == 1, r
+    assert len(r.err.strip().splitlines()) == 1, r.err
+    assert "2 of 4 messages of v1 of for-next sent, then: 550 5.7.1 Message rejected" in r.err
+    assert "`ktopic mail integration --send` sends the other 2" in r.err
+    first = [email.message_from_bytes(c) for _, _, c in sink.got]
+    assert [m["Subject"] for m in first] == ["[PATCH 0/3] a test series",
+                                             "[PATCH 1/3] lib/counter: return more"]
+    state = yaml.safe_load((generated.root / "mail/integration.yaml").read_text())
+    v1 = state["revisions"][1]
+    assert "sent" not in v1 and v1["messages"] == 4
+    assert v1["delivered"] == [m["Message-Id"] for m in first]
+    r = ktopic(*generated.args("mail", "integration"))
+    assert r.status == 2 and "partly sent (2 of 4 messages)" in r.err, r
+    with smtp_sink(quiet_git) as sink:
+        r = ktopic(*generated.args("mail", "integration", "--send"))
+    assert r.status == 0, r
+    assert "sent the other 2 messages of v1" in r.out
+    rest = [email.message_from_bytes(c) for _, _, c in sink.got]
+    assert [m["Subject"] for m in rest] == ["[PATCH 2/3] lib/counter: return even more",
+                                            "[PATCH 3/3] lib/names: rename"]
+    assert all(m["In-Reply-To"] == first[0]["Message-Id"] for m in rest)
+    state = yaml.safe_load((generated.root / "mail/integration.yaml").read_text())
+    v1 = state["revisions"][1]
+    assert v1["sent"] and v1["message-id"] == first[0]["Message-Id"]
+    assert v1["delivered"] == [m["Message-Id"] for m in first + rest]
     r = ktopic(*generated.args("mail", "integration", "--send"))
-    assert r.status == 2 and "was sent on" in r.err and "--reroll" in r.err, r
+    assert r.status == 2 and "was sent on" in r.err, r
 
 
 # --- bad input: one line, exit 2, nothing written or sent ---------------------------
@@ -331,3 +392,69 @@ def test_without_b4_one_line(generated, ktopic, tmp_path, monkeypatch):
     assert not (generated.root / "out").exists() and not (generated.root / "mail").exists()
     # b4's working branch is recreated by every run; no other ref moved.
     assert {k: v for k, v in generated.refs().items() if not k.startswith("refs/heads/b4/")} == before
+
+
+@needs_b4
+def test_changelog_sees_a_message_only_change(generated, ktopic):
+    """patch-id ignores the commit message: a v2 that only rewords a
+    message is not "No change to the patches"."""
+    assert ktopic(*generated.args("mail", "counters")).status == 0
+    p2 = generated.root / "patches/counters/0002-lib-counter-return-even-more.patch"
+    p2.write_text(p2.read_text().replace("Why: a test needs it.", "Why: a test needs it, twice."))
+    assert ktopic(*generated.args("generate")).status == 0
+    r = ktopic(*generated.args("mail", "counters", "--reroll"))
+    assert r.status == 0, r
+    cov = body(messages(generated.root / "out/mail/topic/counters/v2")[0])
+    assert "Changes in v2:\n- Changed the commit message only: lib/counter: return even more\n" \
+        in cov, cov
+    assert "No change to the patches" not in cov
+
+
+def test_cover_keeps_lists_and_urls():
+    """series.cover's bullet list stays a list (cover letter, tag, pull
+    request all wrap with cover.wrap); a URL is never broken."""
+    from ktopic.send import cover
+    url = "https://lore.kernel.org/r/20261204-test-series-integration-c1ef234ffbcf-v1-0-ab@example.org"
+    text = ("What it does:\n- the first thing, said at such length that it has to wrap "
+            "under its marker\n- the second\n\nLink: " + url)
+    assert cover.wrap(text) == [
+        "What it does:",
+        "- the first thing, said at such length that it has to wrap under its",
+        "  marker",
+        "- the second",
+        "",
+        "Link:",
+        url]
+    assert cover.wrap(f"Link to v1: {url}", indent="  ", first="- ") == ["- Link to v1:", "  " + url]
+
+
+@needs_b4
+def test_a_branch_behind_the_manifest_is_not_mailed(generated, ktopic):
+    """A patch changed, not regenerated: for-next (and the topic) are
+    behind the manifest; mail refuses and names the topic."""
+    p2 = generated.root / "patches/counters/0002-lib-counter-return-even-more.patch"
+    p2.write_text(p2.read_text().replace("return 300;", "return 3000;"))
+    before = generated.refs()
+    for name in ("integration", "counters"):
+        r = ktopic(*generated.args("mail", name))
+        assert r.status == 2, r
+        assert "behind the manifest: topic counters" in r.err and "ktopic generate" in r.err, r
+    assert generated.refs() == before
+    assert not (generated.root / "out").exists() and not (generated.root / "mail").exists()
+
+
+@needs_b4
+def test_branch_names_notes_on_v1_and_no_patches(generated, ktopic):
+    """`mail for-next` is `mail integration`; --changes on v1 is shown (as
+    notes); pull-request of a topic without patches says there is nothing
+    to pull instead of suggesting a mail that refuses."""
+    r = ktopic(*generated.args("mail", "topic/counters", "--changes", "first posting, RFC-ish"))
+    assert r.status == 0, r
+    cov = body(messages(generated.root / "out/mail/topic/counters/v1")[0])
+    assert "Notes on v1:\n- first posting, RFC-ish\n" in cov, cov
+    r = ktopic(*generated.args("mail", "for-next"))
+    assert r.status == 0 and r.out.startswith("for-next v1:"), r
+    r = ktopic(*generated.args("mail", "nothing-like-it"))
+    assert r.status == 2 and "no topic 'nothing-like-it'" in r.err, r
+    r = ktopic(*generated.args("pull-request", "compiler"))
+    assert r.status == 2 and "nothing to pull" in r.err and "ktopic mail" not in r.err, r

@@ -133,3 +133,36 @@ def test_bad_input_not_enrolled_moved_and_sender(generated, ktopic):
     assert r.status == 2 and "is not a sender identity" in r.err, r
     assert len(r.err.strip().splitlines()) == 1
     _nothing_written(generated, before)
+
+
+def test_only_a_sent_revision_is_quoted_and_a_stale_tag_replaced(generated, ktopic, tmp_path,
+                                                                   gitconfig):
+    """v1 written, not sent: the tag quotes no Message-Id.  After a real
+    send the tag would be stale: it is replaced (the old one kept) and
+    quotes the id; an unsigned tag is said to be unsigned."""
+    from ktopic.send import revisions
+    head = mailed(generated)
+    public_repo(tmp_path, gitconfig)
+    tag = "test-series/counters-v1"
+    r = ktopic(*generated.args("pull-request", "counters"))
+    assert r.status == 0, r
+    assert "Mailed as" not in generated.git("cat-file", "tag", tag)
+    assert f"tag {tag} is not signed" in r.err
+    first = generated.git("rev-parse", f"refs/tags/{tag}").strip()
+    st = revisions.load(generated.root, "counters")
+    st.revisions[1].sent, st.revisions[1].message_id = "2026-12-04 10:00:00 UTC", "<sent@example.org>"
+    st.save()
+    r = ktopic(*generated.args("pull-request", "counters"))
+    assert r.status == 0, r
+    assert "Mailed as v1: <sent@example.org>" in generated.git("cat-file", "tag", tag)
+    assert "stale" in r.err and "replaced" in r.err, r.err
+    assert generated.refs()[f"refs/ktopic/replaced-tags/{tag}/{first[:12]}"] == first
+    assert generated.git("rev-parse", tag + "^{commit}").strip() == head
+    # the same again: reused; --retag replaces it anyway
+    second = generated.git("rev-parse", f"refs/tags/{tag}").strip()
+    r = ktopic(*generated.args("pull-request", "counters"))
+    assert r.status == 0 and "reused" in r.err, r
+    assert generated.git("rev-parse", f"refs/tags/{tag}").strip() == second
+    r = ktopic(*generated.args("pull-request", "counters", "--retag"))
+    assert r.status == 0 and "--retag" in r.err, r
+    assert generated.refs()[f"refs/ktopic/replaced-tags/{tag}/{second[:12]}"] == second

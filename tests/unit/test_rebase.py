@@ -284,3 +284,161 @@ def test_a_proof_the_new_base_no_longer_backs(generated, ktopic, tmp_path):
     assert got[("counters", P1)] == got[("counters", P2)] == "applied"
     assert generated.refs()["refs/heads/topic/compiler"] != generated.refs()["refs/heads/base"]
     assert ktopic(*generated.args("rebase", "--abort")).status == 0
+
+
+# --- counters' patches made for one case -------------------------------------------
+
+def counters_patches(imported, ktopic, tmp_path, p1_edits, p2_edits, no_index=False):
+    """Replace counters' two patches by ones that make p1_edits, then
+    p2_edits on top (lib/counter.c ...), and generate; with no_index, the
+    patches carry no `index` lines (as patches from a tree git does not
+    have: no three-way merge is possible)."""
+    from conftest import make_patch
+    tree1 = dict(TREE)
+    for f, old, new in p1_edits:
+        tree1[f] = tree1.get(f, "").replace(old, new, 1) if old else new
+    for rel, edits, files, subject, date in (
+            (P1, p1_edits, TREE, "lib/counter: return more", "Thu, 3 Dec 2026 06:00:00 +0000"),
+            (P2, p2_edits, tree1, "lib/counter: return even more",
+             "Thu, 3 Dec 2026 06:01:00 +0000")):
+        text = make_patch(tmp_path, files, edits, subject, date)
+        text = text.replace("[PATCH]", f"[PATCH {rel[3]}/2]", 1)
+        if no_index:
+            text = re.sub(r"^index [0-9a-f]+\.\.[0-9a-f]+.*\n", "", text, flags=re.M)
+        (imported.root / "patches/counters" / rel).write_text(text)
+    g = ktopic(*imported.args("generate"))
+    assert g.status == 0, g
+    return imported
+
+
+COUNTER = "int counter_{0}(void) {{ return {0}; }}\n".format
+
+
+def test_empty_resolution_is_not_upstream_without_new_evidence(imported, ktopic, tmp_path):
+    """Resolving a conflict by taking the new base's side drops the patch.
+    That is no evidence it is upstream, even when a line it adds (a copy of
+    one the old base already had) is on the new base: --continue refuses;
+    --drop REASON drops it, recorded under `dropped:`."""
+    import yaml
+    project = counters_patches(
+        imported, ktopic, tmp_path, [("lib/counter.c", "return 3;", "return 33;")],
+        [("lib/counter.c", COUNTER(30), COUNTER(30).replace("30;", "300;") + COUNTER(5))])
+    before = snapshot(project)
+    tb = newer(tmp_path, "conflict", [("lib/counter.c", "return 30;", "return 31;")])
+    r = rebase(ktopic, project, tb)
+    assert r.status == 1 and outcomes(r.out)[("counters", P2)] == "conflict", r
+    wt = project.workdir / "rebase" / "wt-counters"
+    resolve_conflicts(wt / "lib/counter.c", lambda ours, theirs: ours)
+    git_in(wt, "add", "-f", "lib/counter.c")
+    c = ktopic(*project.args("rebase", "--continue"))
+    assert c.status == 1, c
+    assert "--drop" in c.err and P2 in c.err, c
+    assert (project.root / "patches/counters" / P2).exists()
+    assert "upstream:" not in project.manifest.read_text().split("counters:")[1].split("names:")[0]
+    short = ktopic(*project.args("rebase", "--continue", "--drop", "gone"))
+    assert short.status == 2 and "reason" in short.err, short
+    reason = "counter_30 stays 31 in 6.1.193, which is what we want"
+    c = ktopic(*project.args("rebase", "--continue", "--drop", reason))
+    assert c.status == 0, c
+    assert outcomes(c.out)[("counters", P2)] == "dropped"
+    topics = yaml.safe_load(project.manifest.read_text())["topics"]
+    assert topics["counters"]["patches"] == [P1]
+    assert topics["counters"]["dropped"] == [{"subject": "lib/counter: return even more",
+                                              "reason": reason}]
+    assert "upstream" not in topics["counters"]
+    assert not (project.root / "patches/counters" / P2).exists()
+    assert before["patches"]["patches/counters/" + P1] == \
+        (project.root / "patches/counters" / P1).read_text()
+
+
+def test_series_upstream_together(imported, ktopic, tmp_path):
+    """Both counters patches upstream, the second's line in the first's
+    context, the first's with other whitespace: the first alone neither
+    applies nor reverse-applies (and without index lines no three-way
+    merge is possible), but the two together reverse-apply: both upstream."""
+    import yaml
+    project = counters_patches(
+        imported, ktopic, tmp_path, [("lib/counter.c", "return 3;", "return 33;")],
+        [("lib/counter.c", "return 5;", "return 500;")], no_index=True)
+    tb = newer(tmp_path, "both", [("lib/counter.c", "{ return 3; }", "{  return 33; }"),
+                                  ("lib/counter.c", "return 5;", "return 500;")])
+    r = rebase(ktopic, project, tb)
+    assert r.status == 0, r
+    got = outcomes(r.out)
+    assert got[("counters", P1)] == got[("counters", P2)] == "upstream", r.out
+    topics = yaml.safe_load(project.manifest.read_text())["topics"]
+    assert topics["counters"]["patches"] == []
+    ups = topics["counters"]["upstream"]
+    assert [u["subject"] for u in ups] == ["lib/counter: return more",
+                                           "lib/counter: return even more"]
+    assert all("together" in u["evidence"] for u in ups), ups
+    old_base = project.git("show", "refs/ktopic/bases/6.1.192-3:lib/counter.c")
+    for u in ups:
+        (check,) = u["checks"]
+        assert re.search(check["contains"], project.git("show", "base:lib/counter.c"), re.M)
+        assert not re.search(check["contains"], old_base, re.M)
+
+
+def test_three_way_apply_writes_nothing_to_the_cwd(imported, ktopic, tmp_path, monkeypatch):
+    """git apply --cached --3way writes a cleanly merged new file to the
+    current directory when another file conflicts: ktopic runs it where
+    that cannot reach the user's checkout."""
+    project = counters_patches(
+        imported, ktopic, tmp_path, [("lib/counter.c", "return 3;", "return 33;")],
+        [("lib/counter.c", "return 30;", "return 300;"), ("lib/fresh.c", "", "int fresh;\n")])
+    cwd = tmp_path / "user-checkout"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    tb = newer(tmp_path, "conflict", [("lib/counter.c", "return 30;", "return 31;")])
+    r = rebase(ktopic, project, tb)
+    assert r.status == 1 and outcomes(r.out)[("counters", P2)] == "conflict", r
+    assert sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*")) == []
+    a = ktopic(*project.args("rebase", "--abort"))
+    assert a.status == 0, a
+    # ... and a file of that name there does not make the rebase fail
+    (cwd / "lib").mkdir()
+    (cwd / "lib/fresh.c").write_text("the user's own file\n")
+    r = rebase(ktopic, project, tb)
+    assert r.status == 1 and outcomes(r.out)[("counters", P2)] == "conflict", r
+    assert (cwd / "lib/fresh.c").read_text() == "the user's own file\n"
+
+
+def test_range_diff_of_a_topic_without_patches(generated, ktopic, tmp_path):
+    tb = newer(tmp_path, "unrelated", [("README", "Linux kernel\n", "Linux kernel, newer\n")])
+    assert rebase(ktopic, generated, tb).status == 0
+    rd = ktopic(*generated.args("range-diff", "compiler"))
+    assert rd.status == 0 and "topic/compiler carries no patches of its own on either base" \
+        in rd.out, rd
+    assert "usage" not in rd.out + rd.err
+
+
+def test_status_and_generate_mid_rebase(generated, ktopic, tmp_path):
+    """While a rebase is stopped: status says so; generate refuses with the
+    reason (one line, exit 2) and moves nothing."""
+    tb = newer(tmp_path, "conflict", [("lib/counter.c", "return 30;", "return 31;")])
+    assert rebase(ktopic, generated, tb).status == 1
+    s = ktopic(*generated.args("status"))
+    assert "a rebase is in progress" in s.out, s
+    refs = generated.refs()
+    g = ktopic(*generated.args("generate"))
+    assert g.status == 2 and "a rebase is in progress" in g.err, g
+    assert len(g.err.strip().splitlines()) == 1 and "--abort" in g.err
+    assert generated.refs() == refs
+
+
+def test_conflict_report_names_the_hunk_and_the_patches_after_it(imported, ktopic, tmp_path):
+    """counters 0001 has two hunks in lib/counter.c, only the second of
+    which conflicts; the report names that one, and the table lists 0002,
+    not reached, as pending."""
+    project = counters_patches(
+        imported, ktopic, tmp_path,
+        [("lib/counter.c", "return 3;", "return 33;"), ("lib/counter.c", "return 30;", "return 300;")],
+        [("lib/counter.c", "return 20;", "return 200;")])
+    tb = newer(tmp_path, "conflict", [("lib/counter.c", "return 30;", "return 31;")])
+    r = rebase(ktopic, project, tb)
+    assert r.status == 1, r
+    got = outcomes(r.out)
+    assert got[("counters", P1)] == "conflict" and got[("counters", P2)] == "pending", r.out
+    line = [ln for ln in r.out.splitlines() if ln.startswith("  lib/counter.c: ")]
+    assert len(line) == 1 and "hunk #2 (@@ -28,7 +28,7 @@)" in line[0], r.out
+    assert "hunk #1" not in line[0], line

@@ -49,8 +49,8 @@ from ktopic.model.workdir import Workdir
 
 OLD = "refs/ktopic/old/"
 BASES = "refs/ktopic/bases/"
-APPLIED, THREEWAY, UPSTREAM, CONFLICT, RESOLVED = \
-    "applied", "3-way", "upstream", "conflict", "resolved"
+APPLIED, THREEWAY, UPSTREAM, CONFLICT, RESOLVED, DROPPED = \
+    "applied", "3-way", "upstream", "conflict", "resolved", "dropped"
 FORMAT = ["format-patch", "--no-signature", "--zero-commit", "--no-numbered", "--stdout", "-1"]
 
 
@@ -265,6 +265,9 @@ class Rebase:
                 report.rows.append(Row(name, "", "done", "no patches"))
             if t["state"] == "conflict":
                 report.conflicts.append(t["conflict"])
+                for e in t["entries"][t["next"] + 1:]:      # not reached yet: said, not left out
+                    report.rows.append(Row(name, e if isinstance(e, str) else e["file"],
+                                           "pending", "after the conflict"))
         if report.complete:
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
@@ -329,6 +332,9 @@ class Rebase:
         """One patch: (outcome, the new head)."""
         git, file = self.git, p.path.name
         cache = self.gen.cache
+        how = t.get("series_upstream", {}).pop(file, None)
+        if how and self._upstream(name, t, p, how):
+            return UPSTREAM, head
         pid = None
         if self._changed(old, new) & set(p.paths):
             pid = upstream_detect.same_as_base_diff(git, p, old, new)
@@ -363,8 +369,62 @@ class Rebase:
             commit = self._rewrite(name, t, p, head, r3.tree)
             t["rows"].append([file, THREEWAY, "rewritten for the new base"])
             return THREEWAY, commit
+        if self._series_upstream(name, t, p, head):
+            return UPSTREAM, head
         self._conflict(name, t, p, head, r3.unmerged, r3.stderr)
         raise Conflict(name)
+
+    def _old_commits(self, name: str) -> list[str] | None:
+        """The commits of the topic's own patches on the old base, as the
+        last generate made them (refs/ktopic/made/, as the rebase found it),
+        oldest first; None when they are not the manifest's patches."""
+        entries = self._entries(name)
+        made = self.state["snapshot"]["refs"].get(MADE + self.m.topics[name].branch)
+        if not made or not entries:
+            return None
+        out = self.git.run("log", "--first-parent", f"-{len(entries)}", "--format=%H %s",
+                           made).splitlines()[::-1]
+        want = [parse(self.m.root / "patches" / name / (e if isinstance(e, str) else e["file"]))
+                .subject for e in entries]
+        if len(out) != len(want) or [ln.split(" ", 1)[-1] for ln in out] != want:
+            return None
+        return [ln.split(" ", 1)[0] for ln in out]
+
+    def _series_upstream(self, name, t, p: PatchFile, head: str) -> bool:
+        """p does not fit on the new base; is it upstream together with the
+        patches after it (their lines in its context)?  Smallest run first:
+        the run's diff on the old base must reverse-apply on head, and every
+        patch of it needs a check new in the new base."""
+        st = self.state
+        old, new = st["old"]["commit"], st["new"]["commit"]
+        files = [e if isinstance(e, str) else e["file"] for e in self._entries(name)]
+        if p.path.name not in files:
+            return False
+        commits = self._old_commits(name)
+        if commits is None:
+            return False
+        i = files.index(p.path.name)
+        rest = {q.path.name: q for q in self._final_patches(name)}
+        tree = self._tree(head)
+        for j in range(i + 1, len(files)):
+            run = files[i:j + 1]
+            if any(f not in rest for f in run[1:]):
+                return False
+            start = f"{commits[i]}^"
+            diff = self.git.run("diff", "--no-color", "--no-ext-diff", "--no-renames",
+                                start, commits[j], binary=True)
+            paths = self.git.run("diff", "--name-only", "--no-renames", "-z", start,
+                                 commits[j]).split("\0")
+            if not upstream_detect.reverse_applies(self.git, tree, diff, [x for x in paths if x]):
+                continue
+            patches = [p] + [rest[f] for f in run[1:]]
+            if any(upstream_detect.find_check(self.git, q, old, new) is None for q in patches):
+                return False
+            how = (f"patches {run[0][:4]}..{run[-1][:4]} of {name}, upstream together: "
+                   f"their diff reverse-applies on the new base (whitespace ignored)")
+            t.setdefault("series_upstream", {}).update({f: how for f in run[1:]})
+            return self._upstream(name, t, p, how)
+        return False
 
     def _stack_one(self, head: str, p: PatchFile) -> str:
         hit = self.gen.cache.get(head, p)
@@ -437,6 +497,13 @@ class Rebase:
         files = _run_in(wt, "diff", "--name-only", "--diff-filter=U").stdout.split() or unmerged
         remaining = set(_run_in(wt, "rerere", "remaining").stdout.split())
         by_rerere = [f for f in files if f not in remaining]
+        # The hunk that does not fit, per file, from git apply's "patch
+        # failed: FILE:LINE" (LINE is the hunk's old start); every hunk of
+        # the file only when git does not say.
+        chk = self._apply(head, p, "--check")
+        failed: dict[str, set[int]] = {}
+        for mf in re.finditer(r"^error: patch failed: (.+):(\d+)$", chk.stderr or "", re.M):
+            failed.setdefault(mf.group(1), set()).add(int(mf.group(2)))
         hunks = []
         for f in files:
             marks = []
@@ -446,7 +513,9 @@ class Rebase:
                         marks.append(n)
             except OSError:
                 pass
-            hs = ", ".join(f"hunk #{h.number} ({h.header})" for h in p.hunks.get(f, []))
+            mine = p.hunks.get(f, [])
+            mine = [h for h in mine if h.old_start in failed.get(f, ())] or mine
+            hs = ", ".join(f"hunk #{h.number} ({h.header})" for h in mine)
             hunks.append({"file": f, "hunks": hs, "markers": marks,
                           "rerere": f in by_rerere})
         t["conflict"] = {"topic": name, "patch": p.path.name, "subject": p.subject,
@@ -465,7 +534,9 @@ class Rebase:
             shutil.rmtree(wt, ignore_errors=True)
         self.git.try_run("worktree", "prune")
 
-    def cont(self) -> Report:
+    def cont(self, drop: str | None = None) -> Report:
+        """Take the resolutions; drop (a reason) confirms dropping a patch
+        whose resolution is empty."""
         self.load()
         st, git = self.state, self.git
         report = Report()
@@ -504,9 +575,20 @@ class Rebase:
                     _run_in(wt, "am", "--skip")
             resolved = _run_in(wt, "rev-parse", "HEAD").stdout.strip()
             if resolved == c["head"]:
-                if not self._upstream(name, t, p, "its conflict resolved to no change"):
-                    raise Failure(f"topic {name}: the resolution of {p.path.name} is empty but no "
-                                  f"line it adds is on the new base; resolve it with its change")
+                # An empty resolution discards the patch.  The detection
+                # found no evidence that the new base has it (else there
+                # would be no conflict): dropping it is the maintainer's
+                # call, said with a reason, and recorded as dropped.
+                if not drop:
+                    raise Failure(f"topic {name}: the resolution of {p.path.name} leaves no "
+                                  f"change, which drops the patch, and nothing shows the new base "
+                                  f"has it: resolve it with its change, or confirm with "
+                                  f"`ktopic rebase --continue --drop \"REASON\"` (recorded under "
+                                  f"the topic's `dropped:`)")
+                t.setdefault("dropped", []).append({"subject": p.subject, "reason": drop})
+                t["rows"].append([p.path.name, DROPPED, drop])
+                t["rewritten"].pop(p.path.name, None)
+                t.setdefault("removed", []).append(p.path.name)
                 t["entries"].pop(t["next"])
             else:
                 if _run_in(wt, "rev-parse", "HEAD^").stdout.strip() != c["head"]:
@@ -592,6 +674,8 @@ class Rebase:
                         mt = manifest_edit.set_patches(mt, n, t["entries"])
                     for e in t["upstream"]:
                         mt = manifest_edit.add_upstream(mt, n, e)
+                    for e in t.get("dropped", []):
+                        mt = manifest_edit.add_upstream(mt, n, e, kind="dropped")
                 proofs.verify(mt, git, st["new"]["commit"], done)
                 os.replace(tmp, m.path)
                 new_m = dataclasses.replace(mt, path=m.path)

@@ -10,15 +10,25 @@ Three kinds of evidence, cheapest first:
 - a three-way merge onto the new base leaves the tree as it was: the change
   is there, its context differs (rebase.py runs that one).
 
+- a run of consecutive patches of the topic reverse-applies together
+  (whitespace ignored) on the new base: the series went upstream as a
+  whole, and one patch alone does not fit because the next one's lines sit
+  in its context (rebase.py finds the run from the old branch's commits).
+
 Whatever the evidence, the manifest entry gets a check that the new base
-backs: a `contains` regular expression of a line the patch adds (a line the
-old base lacks, when there is one), whitespace-tolerant; for a patch that
-only deletes, a `lacks` of a line it removes.
+backs and the old one does not: a `contains` regular expression of a line
+the patch adds that the old base lacks, whitespace-tolerant; for a patch
+that only deletes, a `lacks` of a line it removes.  Without such a check
+the patch is not recorded as upstream: a line the old base already had
+proves nothing about the new one.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
+from pathlib import Path
 
 from ktopic.plumbing.gitutil import Git
 from ktopic.plumbing.patchfile import PatchFile
@@ -76,13 +86,12 @@ def _distinctive(line: str) -> bool:
 
 
 def find_check(git: Git, p: PatchFile, old: str, new: str) -> dict | None:
-    """A check ({file, contains|lacks}) that holds on new: preferably one
-    that does not hold on old, so it proves the change arrived."""
+    """A check ({file, contains|lacks}) that holds on new and fails on old,
+    so that it proves the change arrived; None when there is none."""
     lines = added_lines(p)
     files = sorted({k if isinstance(k, str) else k[0] for k in lines})
     new_text = git.read_files(new, files)
     old_text = git.read_files(old, files)
-    weak = None
     for f in files:                          # contains: a line the patch adds
         cands = sorted({ln for ln in lines.get(f, []) if _distinctive(ln)}, key=len, reverse=True)
         for ln in cands:
@@ -90,9 +99,6 @@ def find_check(git: Git, p: PatchFile, old: str, new: str) -> dict | None:
             if rx and new_text.get(f) is not None and re.search(rx, new_text[f], re.M):
                 if old_text.get(f) is None or not re.search(rx, old_text[f], re.M):
                     return {"file": f, "contains": rx}
-                weak = weak or {"file": f, "contains": rx}
-    if weak:
-        return weak
     for f in files:                          # lacks: a line a pure deletion removes
         if lines.get(f):
             continue
@@ -112,3 +118,18 @@ def entry(p: PatchFile, check: dict, how: str, version: str, package: str,
             "upstream-in": f"v{version} ({package} {debian_version})",
             "evidence": f"found by ktopic rebase onto {debian_version}: {how}",
             "checks": [check]}
+
+
+def reverse_applies(git: Git, tree: str, diff: bytes, paths: list[str]) -> bool:
+    """Does diff (of paths) reverse-apply on tree, whitespace ignored?  On a
+    temporary index of just those files, run in a temporary directory."""
+    if not paths or not diff:
+        return False
+    with tempfile.TemporaryDirectory(prefix="ktopic-series-") as tmp:
+        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        entries = git.run("ls-tree", "-r", "-z", tree, "--", *paths, binary=True)
+        git.run("update-index", "-z", "--index-info", input=entries, env=env, binary=True)
+        Path(tmp, "series.diff").write_bytes(diff)
+        r = git.try_run("apply", "--cached", "--check", "--reverse", "--ignore-whitespace",
+                        "series.diff", env=env, cwd=tmp)
+    return r.returncode == 0

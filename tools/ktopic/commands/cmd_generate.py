@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from ktopic.errors import KtopicError
 from ktopic.model import manifest
 from ktopic.branches.generate import Generator
 from ktopic.model.workdir import Workdir
@@ -23,6 +24,12 @@ def register(sub) -> None:
 def run(args) -> int:
     wd = Workdir(args.workdir)
     with wd.lock():
+        from ktopic.branches import rebase
+        if rebase.in_progress(wd):
+            raise KtopicError("a rebase is in progress (the manifest, patches and branches are "
+                              "half moved): finish it with `ktopic rebase --continue` or undo "
+                              "it with `ktopic rebase --abort` before generating",
+                              wd.path("rebase", "state.json"))
         # Read under the lock: an export that held it may have rewritten it.
         m = manifest.load(args.manifest, workdir=args.workdir)
         for t in args.topics:

@@ -34,6 +34,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     m = manifest.load(args.manifest, workdir=args.workdir)
+    args.name = mail.series_name(m, args.name)
     m.check_series_name(args.name)
     wd = Workdir(args.workdir)
     with wd.lock():
@@ -46,8 +47,11 @@ def run(args) -> int:
     print("To: " + ", ".join(p.to))
     if p.cc:
         print("Cc: " + ", ".join(p.cc))
-    if args.send:
-        print(f"sent {p.count + (1 if p.count > 1 else 0)} messages")
+    if p.finish:
+        print(f"sent the other {r.sent} messages of v{p.revision}; all "
+              f"{len(r.files)} are out, as in {r.outdir}")
+    elif args.send:
+        print(f"sent {r.sent} messages (written to {r.outdir})")
     else:
         for f in r.files:
             print(f"  {f.name}")

@@ -8,22 +8,26 @@ import sys
 
 from ktopic.model import manifest
 from ktopic.model.workdir import Workdir
-from ktopic.send import pullreq
+from ktopic.send import mail, pullreq
 
 
 def register(sub) -> None:
     p = sub.add_parser("pull-request", help="tag the current revision and write a pull request",
                        description=__doc__)
     p.add_argument("name", metavar="TOPIC|integration")
+    p.add_argument("--retag", action="store_true",
+                   help="replace an existing tag of this revision (e.g. to sign it now); "
+                        "the old one is kept under refs/ktopic/replaced-tags/")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     m = manifest.load(args.manifest, workdir=args.workdir)
+    args.name = mail.series_name(m, args.name)
     m.check_series_name(args.name)
     wd = Workdir(args.workdir)
     with wd.lock():
-        r = pullreq.run(m, wd, args.name)
+        r = pullreq.run(m, wd, args.name, retag=args.retag)
     sys.stdout.write(r.text)
     for w in r.warnings:
         print(f"ktopic: note: {w}", file=sys.stderr)

@@ -29,6 +29,11 @@ def run(args) -> int:
     m = manifest.load(args.manifest, workdir=args.workdir)
     git = Git(Workdir(args.workdir).git_dir)
     old, new = ranges(m, git, args.topic, args.old_base)
+    counts = [int(git.run("rev-list", "--count", r).strip()) for r in (old, new)]
+    if not any(counts):     # git range-diff would print its usage text
+        print(f"{m.topic(args.topic).branch} carries no patches of its own on either base: "
+              f"nothing to compare")
+        return 0
     colour = "--color" if sys.stdout.isatty() else "--no-color"
     p = subprocess.run(["git", "range-diff", colour, old, new], env=git._env(None),
                        stdout=sys.stdout if sys.stdout.isatty() else subprocess.PIPE, text=True)

@@ -17,7 +17,7 @@ from ktopic.model.workdir import Workdir
 from ktopic.branches.rebase import Rebase, conflict_help
 
 COLOURS = {"applied": "green", "3-way": "cyan", "upstream": "blue", "resolved": "cyan",
-           "conflict": "red", "waiting": "yellow", "failed": "red", "done": "green"}
+           "conflict": "red", "dropped": "magenta", "pending": "yellow", "waiting": "yellow", "failed": "red", "done": "green"}
 
 
 def register(sub) -> None:
@@ -31,6 +31,9 @@ def register(sub) -> None:
                    help="go on after resolving a conflict (and `git add`)")
     g.add_argument("--abort", action="store_true",
                    help="put manifest, patches and refs back as they were before the rebase")
+    p.add_argument("--drop", metavar="REASON",
+                   help="with --continue: a conflict resolved to no change drops its patch; "
+                        "say why (recorded under the topic's `dropped:`)")
     p.add_argument("--version", dest="kversion", metavar="X.Y.Z", help="kernel version of the new tree (X.Y.Z)")
     p.add_argument("--debian-version", metavar="X.Y.Z-N",
                    help="package version of the new tree (X.Y.Z-N; default: from dpkg)")
@@ -48,8 +51,13 @@ def run(args) -> int:
             refs = rb.abort()
             print(f"rebase aborted: manifest, patches and {len(refs)} ref(s) put back")
             return 0
+        if args.drop is not None and not args.cont:
+            raise KtopicError("--drop goes with --continue")
+        if args.drop is not None and len(args.drop.strip()) < 10:
+            raise KtopicError(f"--drop: the reason {args.drop!r} is too short to tell a reader "
+                              f"why the patch is dropped (10 characters or more)")
         if args.cont:
-            report = rb.cont()
+            report = rb.cont(drop=args.drop.strip() if args.drop else None)
         else:
             report = rb.start(args.tarball or m.base.tarball, args.kversion, args.debian_version)
     show(report)

@@ -86,6 +86,10 @@ def run(args) -> int:
     # As wide as the terminal; in a log (no terminal) wide enough for the table.
     width = shutil.get_terminal_size((140, 24)).columns if sys.stdout.isatty() else 140
     Console(width=width).print(table)
+    from ktopic.branches import rebase
+    if rebase.in_progress(wd):
+        print(f"a rebase is in progress ({wd.path('rebase', 'state.json')}): "
+              f"`ktopic rebase --continue` or `ktopic rebase --abort`")
     if ok:
         return 0
     git = Git(wd.git_dir)

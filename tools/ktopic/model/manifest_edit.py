@@ -189,30 +189,31 @@ def _block_end(lines: list[str], start: int, n: int) -> int:
     return end
 
 
-def add_upstream(m: Manifest, topic: str, entry: dict) -> Manifest:
+def add_upstream(m: Manifest, topic: str, entry: dict, kind: str = "upstream") -> Manifest:
     """Append entry ({subject, upstream-in, evidence, checks}) to the
-    topic's `upstream:` list, creating the list after `patches:` (or
-    `branch:`) when there is none."""
+    topic's `upstream:` list (or the `kind` one: `dropped:` takes {subject,
+    reason}), creating the list after `patches:` (or `branch:`) when there
+    is none."""
     lines = m.path.read_text().splitlines(keepends=True)
     t = m.data["topics"][topic]
     key_indent = " " * _indent(lines[min(t.lines.values()) - 1])
     n = len(key_indent)
     item = _entry_text(entry, key_indent + "  ")
-    before = len(m.topics[topic].upstream)
-    if "upstream" in t.lines:
-        start = t.lines["upstream"] - 1
+    before = len(getattr(m.topics[topic], kind))
+    if kind in t.lines:
+        start = t.lines[kind] - 1
         if lines[start].rstrip().endswith("[]"):
-            lines[start:start + 1] = [f"{key_indent}upstream:\n"] + item
+            lines[start:start + 1] = [f"{key_indent}{kind}:\n"] + item
         else:
             at = _block_end(lines, start, n)
             lines[at:at] = item
     else:
         anchor = "patches" if "patches" in t.lines else "branch"
         at = _block_end(lines, t.lines[anchor] - 1, n)
-        lines[at:at] = [f"{key_indent}upstream:\n"] + item
+        lines[at:at] = [f"{key_indent}{kind}:\n"] + item
 
     def check(r: Manifest) -> None:
-        ups = r.topics[topic].upstream
+        ups = getattr(r.topics[topic], kind)
         if len(ups) != before + 1 or ups[-1].subject != entry["subject"]:
-            raise RuntimeError(f"manifest edit went wrong: upstream of {topic}")
+            raise RuntimeError(f"manifest edit went wrong: {kind} of {topic}")
     return _write_validated(m, "".join(lines), check)

@@ -240,8 +240,11 @@ class FastApply:
         with tempfile.TemporaryDirectory(prefix="ktopic-fast-") as tmp:
             env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
             self.git.run("update-index", "--index-info", input="".join(lines), env=env)
-            r = self.git.try_run("apply", "--cached", "--whitespace=nowarn", *args, str(patch),
-                                 env=env)
+            # cwd: git 2.39's `apply --cached --3way` may write a merged file
+            # to the current directory; let that be a directory nobody reads.
+            r = self.git.try_run("apply", "--cached", "--whitespace=nowarn", *args,
+                                 str(Path(patch).resolve()),
+                                 env=env, cwd=tmp)
             if r.returncode != 0 or "--check" in args:
                 unmerged = sorted({ln.split("\t", 1)[1] for ln in
                                    self.git.run("ls-files", "-u", env=env).splitlines()})

@@ -171,7 +171,8 @@ class Stacker:
             env = {"GIT_INDEX_FILE": index}
             self._read_tree(head, index, env)
             r = self.git.try_run("apply", "--cached", "--whitespace=nowarn", *args,
-                                 str(p.path), env=env)
+                                 str(Path(p.path).resolve()), env=env,
+                                 cwd=tmp)     # not the user's cwd
             if r.returncode != 0 or "--check" in args:
                 unmerged = sorted({ln.split("\t", 1)[1] for ln in
                                    self.git.run("ls-files", "-u", env=env).splitlines()})

@@ -29,15 +29,43 @@ def placeholder(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+BULLET = re.compile(r"^(\s*)([-*+]|\d+[.)])\s+")
+
+
+def _fill(text: str, first: str, rest: str) -> list[str]:
+    # Never break a word (a URL, a Message-Id) or at its hyphens.
+    return textwrap.wrap(" ".join(text.split()), WIDTH, initial_indent=first,
+                         subsequent_indent=rest, break_on_hyphens=False,
+                         break_long_words=False) or [first.rstrip()]
+
+
 def wrap(text: str, indent: str = "", first: str | None = None) -> list[str]:
-    """Paragraphs of text wrapped at WIDTH; blank lines separate them."""
+    """Paragraphs of text wrapped at WIDTH; blank lines separate them.  A
+    paragraph's list items ("- ", "* ", "1. ") stay items, each wrapped
+    under its marker; a long word (a URL) is never broken."""
     out: list[str] = []
     for para in re.split(r"\n\s*\n", (text or "").strip()):
         if out:
             out.append("")
-        out += textwrap.wrap(" ".join(para.split()), WIDTH,
-                             initial_indent=first if first is not None and not out else indent,
-                             subsequent_indent=indent, break_on_hyphens=False) or [""]
+        lead = first if first is not None and not out else indent
+        chunks: list[list[str]] = []          # [marker or "", text lines...]
+        for line in para.splitlines():
+            b = BULLET.match(line)
+            if b:
+                chunks.append([b.group(1) + b.group(2) + " ", line[b.end():]])
+            elif chunks:
+                chunks[-1].append(line)
+            else:
+                chunks.append(["", line])
+        merged: list[list[str]] = []
+        for c in chunks:                      # text before the first item: one paragraph
+            if merged and not c[0] and not merged[-1][0]:
+                merged[-1] += c[1:]
+            else:
+                merged.append(c)
+        for i, (marker, *lines) in enumerate(merged):
+            head = lead if i == 0 else indent
+            out += _fill(" ".join(lines), head + marker, indent + " " * len(marker))
     return out
 
 
@@ -61,6 +89,7 @@ class CoverInput:
     range_diff: str = ""
     range_diff_note: str = ""       # why there is none, when there is none
     previous: int = 0
+    start: str = ""                 # where the series applies (base-commit)
 
 
 def base_lines(m: Manifest, base_commit: str, mail: bool = True) -> list[str]:
@@ -68,9 +97,10 @@ def base_lines(m: Manifest, base_commit: str, mail: bool = True) -> list[str]:
     text = (f"Debian's {b.package} {b.debian_version}, that is upstream v{b.version} "
             f"with Debian's patches, as {b.tarball} ships it.  ")
     if mail:
-        text += (f"b4's base-commit would name {base_commit[:12]}, the import of that "
-                 f"tarball by `ktopic import-base`, which exists in no public tree; apply "
-                 f"the series on an unpacked {b.package} {b.debian_version}.")
+        text += (f"Its import by `ktopic import-base` is commit {base_commit}: the same "
+                 f"commit on every machine, so `ktopic import-base` on that tarball gives "
+                 f"a recipient the base-commit below (or apply the series on an unpacked "
+                 f"{b.package} {b.debian_version}).")
     else:
         text += (f"Commit {base_commit[:12]} is the import of that tarball by `ktopic "
                  f"import-base` (the same commit on every machine).")
@@ -109,13 +139,15 @@ def render(m: Manifest, ci: CoverInput) -> str:
     lines += base_lines(m, ci.base_commit)
     if ci.depends:
         lines += [""] + wrap("The series applies on top of " + ", ".join(ci.depends) +
-                             " (sent separately), as the branch " + ci.branch + " has them.")
+                             " (sent separately), as the branch " + ci.branch + " has them" +
+                             (f"; the base-commit below, {ci.start}, is the base with them, "
+                              f"as `ktopic generate` makes it" if ci.start else "") + ".")
     lines += carried_lines(ci.carried)
     lines += section("CI results")
     lines += ci.ci or wrap(f"No CI results for tree {ci.tree[:12]} yet (run `ktopic ci "
                            f"{ci.branch}`).")
     for number, changes in ci.changelog:
-        lines += ["", f"Changes in v{number}:"]
+        lines += ["", f"Changes in v{number}:" if number > 1 else "Notes on v1:"]
         for c in changes:
             lines += wrap(c, indent="  ", first="- ")
     if ci.previous:

@@ -14,6 +14,7 @@ is made, so a bad input writes and sends nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import email.utils
 import json
@@ -25,7 +26,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ktopic.send import cover, revisions
+from ktopic.send import cover, deliver, revisions
 from ktopic.model import yamlpos
 from ktopic.errors import Failure, KtopicError
 from ktopic.branches.generate import Generator, base_commit
@@ -36,8 +37,10 @@ from ktopic.model.workdir import Workdir
 MAGIC = "--- b4-submit-tracking ---"
 SPARSE_NOTHING = "/.ktopic-sparse-checkout-nothing\n"
 
-# Our cover template for b4: its default one ends with a base-commit footer
-# naming the local import commit; ours says what the base is instead.
+# Our cover template for b4: b4's footers, with the base said in words too.
+# base-commit is the commit the series applies on: the base import (the
+# same id on every machine that imports the tarball) plus the topics it
+# depends on, as `ktopic generate` makes them; `b4 am` reports it.
 COVER_TEMPLATE = """\
 ${cover}
 
@@ -47,6 +50,7 @@ ${shortlog}
 ${diffstat}
 ---
 base: %(base)s
+base-commit: %(base_commit)s
 change-id: ${change_id}
 
 -- 
@@ -68,6 +72,20 @@ class Target:
     topics: list[str]            # topics whose patches the series carries
     depends: list[str]           # topics the series applies on (not mailed)
     carried: list[Carried] = field(default_factory=list)
+
+
+def series_name(m: Manifest, name: str) -> str:
+    """The topic (or "integration") a series name means: a branch name
+    (for-next, topic/fs) is taken for its topic."""
+    if name != "integration" and name not in m.topics:
+        if name == m.integration.branch:
+            return "integration"
+        for tn, t in m.topics.items():
+            if name == t.branch:
+                return tn
+        raise KtopicError(f"no topic {name!r}: name a topic ({', '.join(m.topics)}), "
+                          f"`integration` ({m.integration.branch}), or one of their branches")
+    return name
 
 
 def line_of(m: Manifest, *keys) -> int | None:
@@ -195,37 +213,41 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     send: bool = False
     refs: list = field(default_factory=list)     # ref updates made after a success
+    finish: bool = False         # the revision was partly sent: send the rest of it
 
     @property
     def outdir(self) -> Path:
         return self.m.root / "out" / "mail" / self.t.branch / f"v{self.revision}"
 
 
-def commits(git: Git, start: str, head: str) -> list[tuple[str, str, str]]:
-    """(commit, subject, patch-id) of start..head, oldest first."""
+def commits(git: Git, start: str, head: str) -> list[tuple[str, str, str, str]]:
+    """(commit, subject, patch-id, message) of start..head, oldest first:
+    patch-id ignores the message, which a revision may change alone."""
     out = []
     for line in git.run("log", "--reverse", "--format=%H %s", f"{start}..{head}").splitlines():
         c, subject = line.split(" ", 1)
         diff = git.run("show", "--format=", c)
         pid = subprocess.run(["git", "patch-id", "--stable"], input=diff, capture_output=True,
                              text=True).stdout.split(" ")[0]
-        out.append((c, subject, pid))
+        out.append((c, subject, pid, git.run("show", "-s", "--format=%B", c).strip()))
     return out
 
 
-def changelog(old: list[tuple[str, str, str]] | None, new: list[tuple[str, str, str]],
+def changelog(old: list[tuple[str, str, str, str]] | None, new: list[tuple[str, str, str, str]],
               prev: revisions.Revision, plan_base: str, stack_own: list[dict]) -> list[str]:
     out = []
     if old is not None:
-        olds = {s: pid for _, s, pid in old}
-        news = {s: pid for _, s, pid in new}
-        for _, s, pid in new:
+        olds = {s: (pid, msg) for _, s, pid, msg in old}
+        news = {s: pid for _, s, pid, _ in new}
+        for _, s, pid, msg in new:
             if s not in olds:
                 out.append(f"New patch: {s}")
-            elif olds[s] != pid:
-                out.append(f"Changed: {s}")
-        out += [f"Dropped: {s}" for _, s, _ in old if s not in news]
-        if [s for _, s, _ in old if s in news] != [s for _, s, _ in new if s in olds]:
+            elif olds[s][0] != pid:
+                out.append(f"Changed: {s}" + ("" if olds[s][1] == msg else " (and its message)"))
+            elif olds[s][1] != msg:
+                out.append(f"Changed the commit message only: {s}")
+        out += [f"Dropped: {s}" for _, s, _, _ in old if s not in news]
+        if [s for _, s, _, _ in old if s in news] != [s for _, s, _, _ in new if s in olds]:
             out.append("Patches reordered")
     else:
         old_own = {e["file"]: e["blob"] for e in prev.stack[len(prev.stack) - prev.own:]}
@@ -259,6 +281,17 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     gen = Generator(m, wd)
     start = base if t.label == "integration" else gen.start_of(base, name)
     expected = gen.integration_head(base) if t.label == "integration" else gen.head_of(base, name)
+    if head != expected:
+        # Mail what the manifest says, never a branch it has moved past.
+        names = t.topics if t.label == "integration" else m.closure(name) + [name]
+        behind = [tn for tn in names
+                  if git.rev_parse(m.topics[tn].ref) != gen.head_of(base, tn)]
+        gen.cache.save()
+        raise KtopicError(f"{t.branch} is at {head[:12]}, not at {expected[:12]} which the "
+                          f"manifest generates" +
+                          (f" (behind the manifest: {', '.join('topic ' + b for b in behind)})"
+                           if behind else " (edited by hand?)") +
+                          ": run `ktopic generate` first", m.display(), t.recipients_line)
     gen.cache.save()
     if not git.is_ancestor(start, head):
         raise Failure(f"branch {t.branch} does not start from the base and its dependencies "
@@ -270,16 +303,11 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     tree = git.tree_of(head)
     result_notes: list[str] = []
     # The patch files the revision is made of, by git blob id.
-    stack, own = [], 0
-    if head == expected:
-        names = t.topics if t.label == "integration" else m.closure(name) + [name]
-        for tn in names:
-            for p in m.topics[tn].patches:
-                stack.append({"file": f"patches/{tn}/{p.rel}", "blob": revisions.blob_id(p.path)})
-        own = sum(len(m.topics[tn].patches) for tn in t.topics)
-    else:
-        result_notes.append(f"{t.branch} is not what the manifest generates (edited by hand?); "
-                            f"a fresh clone cannot rebuild this revision from the patch files")
+    stack = []
+    for tn in (t.topics if t.label == "integration" else m.closure(name) + [name]):
+        for p in m.topics[tn].patches:
+            stack.append({"file": f"patches/{tn}/{p.rel}", "blob": revisions.blob_id(p.path)})
+    own = sum(len(m.topics[tn].patches) for tn in t.topics)
 
     state = revisions.load(m.root, t.label) or revisions.new_state(m.root, m.series.name, t.label)
     rel = f"{revisions.STATE_DIR}/{state.path.name}"
@@ -291,9 +319,25 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
         revision = state.revision + 1
     else:
         revision = state.revision
-        if cur and cur.sent and (send or cur.head != head):
-            raise KtopicError(f"v{revision} of {t.branch} was sent on {cur.sent}; pass --reroll "
-                              f"to mail v{revision + 1}", rel)
+        if cur and cur.sent:
+            # A sent revision is what the list has: never rewritten, never
+            # sent again, whatever the flags.
+            raise KtopicError(f"v{revision} of {t.branch} was sent on {cur.sent} as "
+                              f"{cur.message_id or 'a series'}; a sent revision is not written or "
+                              f"sent again: pass --reroll to mail v{revision + 1}", rel)
+        if cur and cur.partial:
+            done = f"{len(cur.delivered)} of {cur.messages} messages"
+            if not send:
+                raise KtopicError(f"v{revision} of {t.branch} was partly sent ({done}); it is not "
+                                  f"rewritten: `ktopic mail {t.label} --send` sends the rest, "
+                                  f"--reroll mails v{revision + 1}", rel)
+            if cur.head != head:
+                raise KtopicError(f"v{revision} of {t.branch} was partly sent ({done}) from "
+                                  f"{cur.head[:12]}, but the branch is now at {head[:12]}: pass "
+                                  f"--reroll to mail v{revision + 1}", rel)
+            return Plan(m, t, git, state, revision, cur.base, cur.start, head, tree, count, "",
+                        list(t.to), list(t.cc), cur.changes, cur.stack, cur.own, result_notes,
+                        send, [], finish=True)
     prev = state.revisions.get(revision - 1)
     new = commits(git, start, head)
     changes: list[str] = []
@@ -313,17 +357,17 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
             rd_note = f"v{prev.number} ({prev.head[:12]}) cannot be found: {how}"
             result_notes.append(f"no range-diff against v{prev.number}: {how}")
         changes = changelog(old, new, prev, base, stack[len(stack) - own:] if own else [])
-        if prev.message_id and prev.sent:
+        if prev.message_id and (prev.sent or prev.delivered):
             changes.append(f"Link to v{prev.number}: https://lore.kernel.org/r/"
                            f"{prev.message_id.strip('<>')}")
     changes += list(notes or [])
-    history = [(revision, changes)] if revision > 1 else []
+    history = [(revision, changes)] if revision > 1 or changes else []
     history += [(n, r.changes) for n, r in sorted(state.revisions.items(), reverse=True)
-                if n < revision and n > 1 and r.changes]
+                if n < revision and r.changes]
     ci = cover.ci_lines(m.root / "out" / "report.json", t.branch, head, tree)
     cin = cover.CoverInput(
         subject=t.subject, body=t.body, branch=t.branch, head=head, tree=tree,
-        revision=revision, base_commit=base, depends=t.depends, carried=t.carried, ci=ci,
+        revision=revision, base_commit=base, start=start, depends=t.depends, carried=t.carried, ci=ci,
         changelog=history, range_diff=rd, range_diff_note=rd_note,
         previous=revision - 1 if prev else 0)
     text = cover.render(m, cin)
@@ -449,6 +493,7 @@ class Result:
     files: list[Path]
     b4_log: str
     seconds: dict
+    sent: int = 0                # messages delivered by this run
 
 
 def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: bool = False,
@@ -458,16 +503,24 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
     t0 = time.monotonic()
     p = plan(m, wd, name, reroll=reroll, send=send, notes=notes)
     times["plan"] = time.monotonic() - t0
+    if p.finish:
+        files = sorted(p.outdir.glob("*.eml"))
+        sent = _deliver(p, files, times)
+        times["total"] = time.monotonic() - t0
+        return Result(p, p.outdir, files, "", times, sent)
     wt = Worktree(wd, p.git, p.t.label)
-    outdir = None if send else Path(output) if output else p.outdir
+    # Sent or not, b4 writes the messages to files (`b4 send -o`): a send
+    # delivers those files, so that what went out is known one by one.
+    outdir = Path(output) if output else p.outdir
     tmp_out = None
     log = ""
     with tempfile.TemporaryDirectory(prefix="ktopic-b4-") as tmp:
         template = Path(tmp, "cover-template")
         b = m.base
         template.write_text(COVER_TEMPLATE % {
-            "base": f"Debian {b.package} {b.debian_version} (upstream v{b.version})"})
-        env = b4_env(p, template)
+            "base": f"Debian {b.package} {b.debian_version} (upstream v{b.version})",
+            "base_commit": p.start})
+        env = b4_env(dataclasses.replace(p, send=False), template)
         try:
             t1 = time.monotonic()
             wt.create(p.head, env)
@@ -482,38 +535,28 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
             if not (send and signing_key(p.git)):
                 args.append("--no-sign")
             t1 = time.monotonic()
-            if send:
-                log += wt.run(args, env, input="\n")
-                cover_c = p.git.run("log", "--grep", MAGIC, "-F", "--format=%B", "-1",
-                                    "refs/heads/" + wt.branch)
-                hist = _tracking(cover_c)[1].get("series", {}).get("history", {})
-                msgid = (hist.get(f"v{p.revision}") or [""])[-1]
-            else:
-                outdir.parent.mkdir(parents=True, exist_ok=True)
-                tmp_out = outdir.with_name(f".{outdir.name}.{os.getpid()}.tmp")
-                shutil.rmtree(tmp_out, ignore_errors=True)
-                log += wt.run(args + ["-o", str(tmp_out)], env)
-                msgid = _message_id(sorted(tmp_out.glob("*.eml")))
-            times["b4 send"] = time.monotonic() - t1
+            outdir.parent.mkdir(parents=True, exist_ok=True)
+            tmp_out = outdir.with_name(f".{outdir.name}.{os.getpid()}.tmp")
+            shutil.rmtree(tmp_out, ignore_errors=True)
+            log += wt.run(args + ["-o", str(tmp_out)], env)
+            times["b4 send -o"] = time.monotonic() - t1
         except BaseException:
             if tmp_out is not None:
                 shutil.rmtree(tmp_out, ignore_errors=True)
             raise
         finally:
             wt.remove()
-    files: list[Path] = []
-    if tmp_out is not None:
-        if outdir.exists():
-            shutil.rmtree(outdir)
-        tmp_out.replace(outdir)
-        files = sorted(outdir.glob("*.eml"))
-    msgid = f"<{msgid.strip().strip('<>')}>" if msgid.strip() else ""
+    if outdir.exists():
+        shutil.rmtree(outdir)
+    tmp_out.replace(outdir)
+    files = sorted(outdir.glob("*.eml"))
+    msgid = deliver.message_id(files[0]) if files else ""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     st = p.state
     st.revisions[p.revision] = revisions.Revision(
         number=p.revision, head=p.head, start=p.start, tree=p.tree, base=p.base,
-        stack=p.stack, own=p.own, date=now, sent=now if send else "", message_id=msgid,
-        changes=p.changes)
+        stack=p.stack, own=p.own, date=now, message_id=msgid, changes=p.changes,
+        messages=len(files) if send else 0)
     st.revision = p.revision
     keep = f"{revisions.KEEP}{p.t.label}/v{p.revision}"
     old = p.git.ref(keep)
@@ -521,14 +564,43 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
     if updates:
         p.git.update_refs(updates, f"ktopic mail: v{p.revision} of {p.t.branch}")
     st.save()
+    sent = _deliver(p, files, times) if send else 0
     times["total"] = time.monotonic() - t0
-    return Result(p, outdir, files, log, times)
+    return Result(p, outdir, files, log, times, sent)
 
 
-def _message_id(files: list[Path]) -> str:
-    if not files:
-        return ""
-    import email
-    with open(files[0], "rb") as f:
-        msg = email.message_from_binary_file(f)
-    return (msg.get("Message-Id") or "").strip()
+def _deliver(p: Plan, files: list[Path], times: dict) -> int:
+    """Send the written messages of p's revision that the server has not
+    accepted yet, recording each accepted one in the revision state as it
+    goes; a Failure that says how many went out when the server stops."""
+    import time
+    st = p.state
+    rev = st.revisions[p.revision]
+    rel = f"{revisions.STATE_DIR}/{st.path.name}"
+    ids = [deliver.message_id(f) for f in files]
+    if not files or len(files) != rev.messages or not set(rev.delivered) <= set(ids):
+        raise KtopicError(f"the messages of v{p.revision} of {p.t.branch} are not (all) in "
+                          f"{p.outdir} any more, so the rest cannot be sent with the Message-Ids "
+                          f"already out: pass --reroll to mail v{p.revision + 1}", rel)
+    todo = [f for f, mid in zip(files, ids) if mid not in rev.delivered]
+
+    def accepted(mid: str) -> None:
+        rev.delivered.append(mid)
+        st.save()
+
+    t1 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="ktopic-deliver-") as tmp:
+        d = deliver.run(todo, b4_env(p, Path(tmp, "unused")), Path(tmp), accepted)
+    times["smtp"] = time.monotonic() - t1
+    if len(rev.delivered) == rev.messages and not d.error:
+        rev.sent = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        rev.message_id = ids[0]
+        st.save()
+        return len(d.sent)
+    out, total = len(rev.delivered), rev.messages
+    if out == 0:
+        raise Failure(f"nothing of v{p.revision} of {p.t.branch} was sent: {d.error}")
+    raise Failure(f"{out} of {total} messages of v{p.revision} of {p.t.branch} sent, then: "
+                  f"{d.error}; recorded in {rel}: `ktopic mail {p.t.label} --send` sends the "
+                  f"other {total - out} (the same Message-Ids, in the same thread), or "
+                  f"`ktopic mail {p.t.label} --reroll --send` mails v{p.revision + 1}")

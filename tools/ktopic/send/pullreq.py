@@ -53,13 +53,23 @@ def tag_message(m: Manifest, label: str, rev: revisions.Revision, git: Git) -> s
     lines += cover.section("CI results")
     lines += cover.ci_lines(m.root / "out" / "report.json", t.branch, rev.head, rev.tree) or \
         cover.wrap(f"No CI results for tree {rev.tree[:12]} yet.")
-    if rev.message_id:
+    if rev.message_id and rev.sent:          # written, never sent: nothing to quote
         lines += ["", f"Mailed as v{rev.number}: {rev.message_id}"]
     # git tag strips lines starting with '#' (comments) in the default cleanup.
     return "\n".join(" " + ln if ln.startswith("#") else ln for ln in lines).rstrip() + "\n"
 
 
-def run(m: Manifest, wd: Workdir, name: str) -> Result:
+REPLACED = "refs/ktopic/replaced-tags/"
+
+
+def _tag_text(git: Git, tag_object: str) -> str:
+    """The message of an annotated tag, without its signature."""
+    raw = git.run("cat-file", "tag", tag_object)
+    body = raw.split("\n\n", 1)[1] if "\n\n" in raw else ""
+    return body.split("-----BEGIN PGP SIGNATURE-----", 1)[0]
+
+
+def run(m: Manifest, wd: Workdir, name: str, retag: bool = False) -> Result:
     t = target(m, name)
     who, addr = sender(m)
     url = m.series.public_url
@@ -68,6 +78,9 @@ def run(m: Manifest, wd: Workdir, name: str) -> Result:
                           "branch is published", m.display(), line_of(m, "series"))
     state = revisions.load(m.root, t.label)
     rel = f"{revisions.STATE_DIR}/{t.label}.yaml"
+    if t.label != "integration" and not m.topics[t.label].patches:
+        raise KtopicError(f"{t.branch} carries no patches of its own: there is nothing to "
+                          f"pull (nor to mail)", m.display(), t.recipients_line)
     if state is None or state.current is None:
         raise KtopicError(f"{t.branch} is not enrolled: no revision of it was mailed "
                           f"(run `ktopic mail {name}` first)", rel)
@@ -84,6 +97,7 @@ def run(m: Manifest, wd: Workdir, name: str) -> Result:
     key = git.try_run("config", "--get", "user.signingkey").stdout.strip()
     existing = git.ref(f"refs/tags/{tag}")
     warnings: list[str] = []
+    message = tag_message(m, t.label, rev, git)
     if existing:
         if git.rev_parse(f"refs/tags/{tag}") != rev.head:
             raise KtopicError(f"tag {tag} exists and points elsewhere "
@@ -91,19 +105,39 @@ def run(m: Manifest, wd: Workdir, name: str) -> Result:
         kind = git.run("cat-file", "-t", existing).strip()
         signed = kind == "tag" and "-----BEGIN PGP SIGNATURE-----" in \
             git.run("cat-file", "tag", existing)
-        warnings.append(f"tag {tag} already existed; reused")
-    else:
+        stale = kind != "tag" or _tag_text(git, existing) != message
+        if stale or retag:
+            # A tag whose message no longer says what the revision is (a
+            # Message-Id quoted from an unsent revision, a send since), or
+            # one the maintainer wants signed now: replaced, the old kept.
+            keep = f"{REPLACED}{tag}/{existing[:12]}"
+            git.update_refs([(keep, existing, None)], f"ktopic pull-request: old {tag}")
+            warnings.append(f"tag {tag} " + ("did not say what v{0} is now (its message is "
+                                             "stale)".format(rev.number) if stale else
+                                             "replaced (--retag)") +
+                            f"; replaced, the old one kept as {keep}")
+            existing = None
+        else:
+            warnings.append(f"tag {tag} already existed with this message; reused")
+            if key and not signed:
+                warnings.append(f"tag {tag} is not signed though user.signingkey is set now: "
+                                f"`ktopic pull-request {name} --retag` replaces it with a "
+                                f"signed one (the old one kept)")
+    if not existing:
         env = {"GIT_COMMITTER_NAME": who, "GIT_COMMITTER_EMAIL": addr}
         with tempfile.NamedTemporaryFile("w", prefix="ktopic-tag-", suffix=".txt",
                                          delete=False) as f:
-            f.write(tag_message(m, t.label, rev, git))
+            f.write(message)
         try:
-            args = ["tag", "--cleanup=verbatim", "-F", f.name]
+            args = ["tag", "-f", "--cleanup=verbatim", "-F", f.name]
             args += ["-s", "-u", key] if key else ["-a"]
             git.run(*args, tag, rev.head, env=env)
         finally:
             os.unlink(f.name)
         signed = bool(key)
+    if not signed:
+        warnings.append(f"tag {tag} is not signed (no user.signingkey): whoever pulls cannot "
+                        f"verify who made it")
     p = git.try_run("request-pull", rev.start, url, tag)
     if p.returncode != 0 and not p.stdout.strip():
         raise KtopicError(f"git request-pull failed: {p.stderr.strip()}")

@@ -50,6 +50,13 @@ class Revision:
     sent: str = ""               # date of a real send; "" when only written
     message_id: str = ""
     changes: list[str] = field(default_factory=list)
+    messages: int = 0            # how many messages the revision is (once sending began)
+    delivered: list[str] = field(default_factory=list)   # Message-Ids the server accepted
+
+    @property
+    def partial(self) -> bool:
+        """Sending began and did not finish: some messages are out."""
+        return bool(self.delivered) and not self.sent
 
     def to_dict(self) -> dict:
         d = {"head": self.head, "start": self.start, "tree": self.tree, "base": self.base,
@@ -60,6 +67,10 @@ class Revision:
             d["message-id"] = self.message_id
         if self.changes:
             d["changes"] = self.changes
+        if self.messages:
+            d["messages"] = self.messages
+        if self.delivered:
+            d["delivered"] = self.delivered
         return d
 
 
@@ -105,7 +116,8 @@ def load(root: Path, label: str) -> State | None:
                 base=r.get("base", ""), stack=list(r.get("stack") or []),
                 own=int(r.get("own", 0)), date=str(r.get("date", "")),
                 sent=str(r.get("sent", "")), message_id=r.get("message-id", ""),
-                changes=list(r.get("changes") or []))
+                changes=list(r.get("changes") or []), messages=int(r.get("messages", 0)),
+                delivered=[str(x) for x in r.get("delivered") or []])
         state = State(label, path, str(data["change-id"]), int(data["revision"]), revs)
     except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as e:
         raise KtopicError(f"unreadable revision state ({type(e).__name__}: {e})".splitlines()[0],

@@ -1,0 +1,118 @@
+"""Deliver written messages over SMTP, one at a time, saying which went out.
+
+`ktopic mail --send` has b4 write the series (`b4 send -o`) and then
+delivers those very files here, so that what went out is known message by
+message: a server that refuses the third message leaves a record of the
+two before it, and a retry sends the rest with the same Message-Ids.
+
+The connection is b4's own (`b4.get_smtp()`): the same git `sendemail.*`
+settings `b4 send` and `git send-email` read (server, port, encryption,
+user, credential helper, a local sendmail command).  It runs in a child
+process (`python3 -m`-style, see run()) because b4 caches its
+configuration per process and reads it from the environment ktopic gives
+it.  The child prints one line per message, ``SENT <message-id>``, as soon
+as the server accepted it, and ``ERROR <reason>`` (one line) when it stops.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import email.utils
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+TOOLS = Path(__file__).resolve().parents[2]
+
+
+def message_id(path: Path) -> str:
+    with open(path, "rb") as f:
+        msg = email.message_from_binary_file(f)
+    mid = (msg.get("Message-Id") or "").strip()
+    return f"<{mid.strip('<>')}>" if mid else ""
+
+
+def one_line(e: BaseException) -> str:
+    """An SMTP (or connection) error as one line: the server's code and text."""
+    import smtplib
+    if isinstance(e, smtplib.SMTPResponseException):
+        text = e.smtp_error.decode(errors="replace") if isinstance(e.smtp_error, bytes) \
+            else str(e.smtp_error)
+        why = f"{e.smtp_code} {text}"
+    elif isinstance(e, smtplib.SMTPRecipientsRefused):
+        why = "recipients refused: " + ", ".join(
+            f"{a} ({c} {m.decode(errors='replace') if isinstance(m, bytes) else m})"
+            for a, (c, m) in e.recipients.items())
+    else:
+        why = f"{type(e).__name__}: {e}"
+    return " ".join(why.split())
+
+
+def _child(files: list[str]) -> int:
+    """Runs in the child: send each file in order."""
+    import logging
+    import re
+    import b4
+    b4.logger.setLevel(logging.CRITICAL)
+    try:
+        smtp, fromaddr = b4.get_smtp()
+    except BaseException as e:          # noqa: BLE001 - reported as one line
+        print("ERROR connecting: " + one_line(e), flush=True)
+        return 1
+    env_from = email.utils.parseaddr(fromaddr)[1] or fromaddr
+    for name in files:
+        data = Path(name).read_bytes()
+        msg = email.message_from_bytes(data)
+        dests = email.utils.getaddresses(msg.get_all("to", []) + msg.get_all("cc", []))
+        rcpts = sorted({a for _, a in dests if a})
+        data = re.sub(rb"\r\n|\n|\r(?!\n)", b"\r\n", data)
+        try:
+            if isinstance(smtp, list):          # a local sendmail command
+                p = subprocess.run(smtp + rcpts, input=data, capture_output=True)
+                if p.returncode:
+                    raise RuntimeError(f"{' '.join(smtp)} exited {p.returncode}: "
+                                       f"{p.stderr.decode(errors='replace').strip()}")
+            else:
+                smtp.sendmail(env_from, rcpts, data)
+        except BaseException as e:      # noqa: BLE001
+            print("ERROR " + one_line(e), flush=True)
+            return 1
+        print("SENT " + message_id(Path(name)), flush=True)
+    if not isinstance(smtp, list):
+        try:
+            smtp.quit()
+        except Exception:               # noqa: BLE001 - everything was accepted
+            pass
+    return 0
+
+
+@dataclass
+class Delivery:
+    sent: list[str] = field(default_factory=list)    # Message-Ids, in order
+    error: str = ""
+
+
+def run(files: list[Path], env: dict, cwd: Path,
+        on_sent: Callable[[str], None] = lambda mid: None) -> Delivery:
+    """Send files in order; on_sent(message_id) after each accepted one."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from ktopic.send import deliver; sys.exit(deliver._child(sys.argv[2:]))")
+    out = Delivery()
+    with subprocess.Popen([sys.executable, "-c", code, str(TOOLS), *map(str, files)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=env, cwd=cwd, stdin=subprocess.DEVNULL) as p:
+        for line in p.stdout:
+            word, _, rest = line.rstrip("\n").partition(" ")
+            if word == "SENT":
+                out.sent.append(rest)
+                on_sent(rest)
+            elif word == "ERROR":
+                out.error = rest
+        err = p.stderr.read()
+    if p.returncode and not out.error:
+        tail = err.strip().splitlines()
+        out.error = tail[-1] if tail else f"the mailer exited with status {p.returncode}"
+    return out
