@@ -34,6 +34,7 @@ COMMANDS = {
     "pull-request": "commands.cmd_pull_request",
     "rebase": "commands.cmd_rebase",
     "range-diff": "commands.cmd_range_diff",
+    "trailers": "commands.cmd_trailers",
 }
 
 REPO = Path(__file__).resolve().parents[2]

@@ -58,6 +58,16 @@ class Revision:
         """Sending began and did not finish: some messages are out."""
         return bool(self.delivered) and not self.sent
 
+    def message_ids(self) -> tuple[str, list[str]]:
+        """(the cover's Message-Id or "", the Message-Id of each own patch,
+        "" where none went out).  `delivered` is in the order of the written
+        files: the cover first (none for a one-patch series), then patch 1..N."""
+        ids = list(self.delivered)
+        if not ids or not self.own:
+            return "", []
+        cover = ids.pop(0) if (self.messages or len(ids)) > self.own else ""
+        return cover, (ids + [""] * self.own)[:self.own]
+
     def to_dict(self) -> dict:
         d = {"head": self.head, "start": self.start, "tree": self.tree, "base": self.base,
              "own": self.own, "stack": self.stack, "date": self.date}
@@ -95,6 +105,12 @@ class State:
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(text)
         tmp.replace(self.path)
+
+
+def last_sent(state: State) -> Revision | None:
+    """The newest revision of which at least one message went out."""
+    return next((r for _, r in sorted(state.revisions.items(), reverse=True)
+                 if r.sent or r.delivered), None)
 
 
 def state_path(root: Path, label: str) -> Path:

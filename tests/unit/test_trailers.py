@@ -1,0 +1,236 @@
+"""ktopic trailers: review trailers from replies to a sent series back into
+the patch files, on the synthetic project with a loopback SMTP server."""
+
+from __future__ import annotations
+
+import email.message
+import email.utils
+import mailbox
+import shutil
+
+import pytest
+import yaml
+
+from test_mail import body, messages, quiet_git, smtp_sink  # noqa: F401  (quiet_git: autouse)
+
+pytestmark = pytest.mark.skipif(shutil.which("b4") is None, reason="b4 is not installed")
+
+P1 = "patches/counters/0001-lib-counter-return-more.patch"
+P2 = "patches/counters/0002-lib-counter-return-even-more.patch"
+
+
+def reply(n: int, sender: str, to, text: str, refs=()) -> email.message.Message:
+    """A plain reply: In-Reply-To the message `to`, References refs + to."""
+    msg = email.message.Message()
+    msg["From"] = sender
+    msg["To"] = "Test Porter <porter@example.org>"
+    msg["Subject"] = "Re: " + str(to["Subject"] if hasattr(to, "get") else "[PATCH] something")
+    msg["Date"] = email.utils.formatdate(1796378400 + n * 60, usegmt=True)
+    msg["Message-Id"] = f"<reply-{n}@example.net>"
+    parent = to["Message-Id"] if hasattr(to, "get") else to
+    msg["In-Reply-To"] = parent
+    msg["References"] = " ".join([*refs, parent])
+    msg.set_payload(text)
+    return msg
+
+
+def write_mbox(path, msgs) -> None:
+    box = mailbox.mbox(str(path))
+    for m in msgs:
+        box.add(m)
+    box.close()
+
+
+def by_subject(msgs) -> dict:
+    return {m["Subject"].split("] ", 1)[-1] if "/" in m["Subject"] else m["Subject"]: m
+            for m in msgs}
+
+
+@pytest.fixture
+def sent_twice(generated, ktopic, quiet_git):   # noqa: F811
+    """counters sent as v1, then as v2, to a loopback SMTP server; the
+    messages as the list got them."""
+    with smtp_sink(quiet_git) as sink:
+        r = ktopic(*generated.args("mail", "counters", "--send"))
+        assert r.status == 0, r
+        v1 = [email.message_from_bytes(c) for _, _, c in sink.got]
+        del sink.got[:]
+        r = ktopic(*generated.args("mail", "counters", "--reroll", "--send"))
+        assert r.status == 0, r
+        v2 = [email.message_from_bytes(c) for _, _, c in sink.got]
+    v1.sort(key=lambda m: m["Subject"])
+    v2.sort(key=lambda m: m["Subject"])
+    assert [m["Subject"] for m in v2] == [
+        "[PATCH v2 0/2] a test series (counters)", "[PATCH v2 1/2] lib/counter: return more",
+        "[PATCH v2 2/2] lib/counter: return even more"]
+    return generated, v1, v2
+
+
+def replies(v1, v2) -> list:
+    cov, p1, p2 = v2
+    quoted = "> Why: a test needs it.\n> Signed-off-by: Test Porter <porter@example.org>\n"
+    ann = "Ann Acker <ann@example.org>"
+    rita = "Rita Reviewer <rita@example.org>"
+    r2 = reply(2, rita, p1, f"On Fri, Test Porter wrote:\n{quoted}\nLooks right to me.\n\n"
+               f"Reviewed-by: {rita}\nTested-by: {rita} # on x86_64\n\n-- \nRita\n",
+               refs=[cov["Message-Id"]])
+    return [
+        *v2,                                   # the series itself, as `b4 mbox` gives it
+        reply(1, ann, cov, f"For the whole series:\n\nAcked-by: {ann}\n"),
+        r2,
+        # the same Reviewed-by again, deeper in patch 1's thread
+        reply(3, rita, r2, f"Still:\n\nReviewed-by: {rita}\n",
+              refs=[cov["Message-Id"], p1["Message-Id"]]),
+        # v1 while v2 is the last sent
+        reply(4, "Olga Old <olga@example.org>", v1[2],
+              "Reviewed-by: Olga Old <olga@example.org>\n", refs=[v1[0]["Message-Id"]]),
+        # malformed addresses: one b4 drops, one it would take
+        reply(5, "Mal Formed <mal@example.org>", p2,
+              "Reviewed-by: Mal Formed <mal at example.org>\n"
+              "Tested-by: Mal Formed <mal@example.org\n", refs=[cov["Message-Id"]]),
+        # the author restating the sign-off
+        reply(6, "Test Porter <porter@example.org>", p2,
+              "Signed-off-by: Test Porter <porter@example.org>\n", refs=[cov["Message-Id"]]),
+        # another series altogether
+        reply(7, rita, "<someone-else-0-1@example.com>",
+              f"Reviewed-by: {rita}\n", refs=["<someone-else-0-0@example.com>"]),
+        # someone else's trailer (b4 takes a person's own only)
+        reply(8, "Eve <eve@example.org>", p2, "Acked-by: Ann Acker <ann@example.org>\n",
+              refs=[cov["Message-Id"]]),
+    ]
+
+
+def message_of(path) -> str:
+    return path.read_text().split("\n---\n", 1)[0]
+
+
+def test_round_trip(sent_twice, ktopic, tmp_path):
+    project, v1, v2 = sent_twice
+    root = project.root
+    mbox = tmp_path / "replies.mbox"
+    write_mbox(mbox, replies(v1, v2))
+    before = {f: (root / f).read_text() for f in (P1, P2)}
+    refs = project.refs()
+
+    # --dry-run: says it all, writes nothing
+    dry = ktopic(*project.args("trailers", "counters", "--mbox", mbox, "--dry-run"))
+    assert dry.status == 0, dry
+    assert {f: (root / f).read_text() for f in (P1, P2)} == before
+    assert project.refs() == refs
+    assert "would add 4 trailers to 2 patch files" in dry.out, dry.out
+    # the same replies from a maildir
+    md = mailbox.Maildir(str(tmp_path / "replies.maildir"))
+    for msg in mailbox.mbox(str(mbox)):
+        md.add(msg)
+    drymd = ktopic(*project.args("trailers", "counters", "--mbox", tmp_path / "replies.maildir",
+                                 "--dry-run"))
+    assert drymd.status == 0, drymd
+    assert sorted(drymd.out.splitlines()) == sorted(dry.out.splitlines())
+
+    r = ktopic(*project.args("trailers", "counters", "--mbox", mbox))
+    assert r.status == 0, r
+    assert "6 replies to v2 of topic/counters: added 4 trailers to 2 patch files" in r.out, r.out
+    skipped = r.err.strip().splitlines()
+    assert all(s.startswith("ktopic: skipped: ") for s in skipped), r.err
+    why = {s.split("<")[1].split(">")[0]: s for s in skipped}
+    assert "already in " + P1 in why["reply-3@example.net"]
+    assert "a reply to v1 of topic/counters, but v2 is the last sent revision" \
+        in why["reply-4@example.net"]
+    assert sum("reply-5@example.net" in s and "address does not parse" in s
+               for s in skipped) == 2
+    assert f"from the author of {P2}, whose Signed-off-by it carries already" \
+        in why["reply-6@example.net"]
+    assert "a reply to another series" in why["reply-7@example.net"]
+    assert "names someone other than the reply's sender" in why["reply-8@example.net"]
+    assert len(skipped) == 7, skipped
+
+    # kernel order: after the message, before the applier's sign-off
+    assert message_of(root / P1).endswith(
+        "Why: a test needs it.\n"   # git took "Why:" for a trailer
+        "Acked-by: Ann Acker <ann@example.org>\n"
+        "Reviewed-by: Rita Reviewer <rita@example.org>\n"
+        "Tested-by: Rita Reviewer <rita@example.org> # on x86_64\n"
+        "Signed-off-by: Test Porter <porter@example.org>"), message_of(root / P1)
+    assert message_of(root / P2).endswith(
+        "Why: a test needs it.\n"   # git took "Why:" for a trailer
+        "Acked-by: Ann Acker <ann@example.org>\n"
+        "Signed-off-by: Test Porter <porter@example.org>")
+    # the diffs are untouched
+    for f in (P1, P2):
+        assert (root / f).read_text().split("\n---\n", 1)[1] == before[f].split("\n---\n", 1)[1]
+
+    # the branches are regenerated from the patch files
+    log = project.git("log", "--format=%B", "-2", "topic/counters")
+    assert "Reviewed-by: Rita Reviewer <rita@example.org>" in log
+    assert log.count("Acked-by: Ann Acker <ann@example.org>") == 2
+    assert "Acked-by: Ann" in project.git("log", "--format=%B", "for-next")
+    assert project.git("merge-base", "--is-ancestor", "topic/counters", "topic/names") == ""
+
+    # again: nothing more to add, nothing written
+    after = {f: (root / f).read_text() for f in (P1, P2)}
+    refs = project.refs()
+    again = ktopic(*project.args("trailers", "counters", "--mbox", mbox))
+    assert again.status == 0 and "added 0 trailers" in again.out, again
+    assert {f: (root / f).read_text() for f in (P1, P2)} == after
+    assert project.refs() == refs
+
+    # the next revision carries them, and says what changed
+    r = ktopic(*project.args("mail", "counters", "--reroll"))
+    assert r.status == 0, r
+    v3 = messages(root / "out/mail/topic/counters/v3")
+    assert "Reviewed-by: Rita Reviewer <rita@example.org>" in body(v3[1])
+    assert "rita@example.org" in v3[1]["Cc"]                 # b4: Cc whom the trailers name
+    assert "Changed the commit message only: lib/counter: return more" in body(v3[0])
+    # and so does the pull request's tag
+    r = ktopic(*project.args("pull-request", "counters"))
+    assert r.status in (0, 2) and "not enrolled" not in r.err, r
+    tagged = project.git("log", "--format=%B", "test-series/counters-v3")
+    assert "Tested-by: Rita Reviewer <rita@example.org> # on x86_64" in tagged
+
+
+def test_refusals_of_the_whole_run(generated, ktopic, tmp_path):
+    """Nothing sent yet, or no such mailbox: one line, exit 2."""
+    write_mbox(tmp_path / "r.mbox", [])
+    r = ktopic(*generated.args("trailers", "counters", "--mbox", tmp_path / "r.mbox"))
+    assert r.status == 2 and r.err.startswith("ktopic: mail/counters.yaml: ") \
+        and "never mailed" in r.err and len(r.err.splitlines()) == 1, r
+    assert ktopic(*generated.args("mail", "counters")).status == 0       # written, not sent
+    r = ktopic(*generated.args("trailers", "counters", "--mbox", tmp_path / "r.mbox"))
+    assert r.status == 2 and "no revision of topic/counters was sent yet" in r.err, r
+    r = ktopic(*generated.args("trailers", "counters", "--mbox", tmp_path / "nothing"))
+    assert r.status == 2 and "no such mbox file or maildir" in r.err, r
+
+
+def test_insert_places():
+    """Before the applier's sign-off; after others' trailers; a new
+    paragraph where the message has none; a patch without `---` refused."""
+    from ktopic.errors import KtopicError
+    from ktopic.send.trailers import insert
+    head = "From: A <a@x.org>\nSubject: [PATCH] s\n\n"
+    tail = "---\n f | 1 +\n"
+    new = ["Reviewed-by: R <r@x.org>"]
+    chain = head + "Text.\n\nSigned-off-by: A <a@x.org>\nSigned-off-by: M <m@x.org>\n" + tail
+    assert insert(chain, new, "m@x.org", "p") == head + (
+        "Text.\n\nSigned-off-by: A <a@x.org>\nReviewed-by: R <r@x.org>\n"
+        "Signed-off-by: M <m@x.org>\n") + tail
+    assert insert(chain, new, "z@x.org", "p") == head + (
+        "Text.\n\nSigned-off-by: A <a@x.org>\nSigned-off-by: M <m@x.org>\n"
+        "Reviewed-by: R <r@x.org>\n") + tail
+    assert insert(head + "Text.\n" + tail, new, "m@x.org", "p") == \
+        head + "Text.\n\nReviewed-by: R <r@x.org>\n" + tail
+    with pytest.raises(KtopicError) as e:
+        insert(head + "Text.\n", new, "m@x.org", "p")
+    assert str(e.value).startswith("p: no `---` line")
+
+
+def test_message_ids_of_a_partly_sent_revision():
+    from ktopic.send.revisions import Revision, State, last_sent
+    r1 = Revision(1, "h", "s", "t", "b", own=2, messages=3, delivered=["<c>", "<p1>"],
+                  sent="")
+    assert r1.message_ids() == ("<c>", ["<p1>", ""])
+    one = Revision(2, "h", "s", "t", "b", own=1, messages=1, delivered=["<p>"], sent="x")
+    assert one.message_ids() == ("", ["<p>"])
+    written = Revision(3, "h", "s", "t", "b", own=1)
+    st = State("counters", None, "cid", 3, {1: r1, 2: one, 3: written})
+    assert last_sent(st) is one
+    assert yaml.safe_dump(written.to_dict())      # unchanged format

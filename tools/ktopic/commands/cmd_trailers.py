@@ -1,0 +1,63 @@
+"""ktopic trailers: review trailers from the list's replies into the patch files.
+
+Reads the replies (an mbox file or a maildir, e.g. `b4 mbox` of the thread)
+to the last sent revision of TOPIC, takes their Reviewed-by, Acked-by,
+Tested-by, Reported-by (... ) trailers with b4's parsing, writes them into
+patches/<topic>/*.patch and regenerates the branches.  A reply to the cover
+letter counts for every patch.  docs/mail.md describes the rules.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ktopic.branches.generate import Generator
+from ktopic.errors import Failure
+from ktopic.model import manifest
+from ktopic.model.workdir import Workdir
+from ktopic.send import mail, trailers
+
+
+def register(sub) -> None:
+    p = sub.add_parser("trailers", help="review trailers from replies into the patch files",
+                       description=__doc__)
+    p.add_argument("name", metavar="TOPIC|integration")
+    p.add_argument("--mbox", type=Path, required=True, metavar="FILE|MAILDIR",
+                   help="the replies: an mbox file or a maildir")
+    p.add_argument("--dry-run", "-n", action="store_true",
+                   help="say what would be added; write nothing")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    m = manifest.load(args.manifest)
+    m.check_series_name(args.name)
+    t = mail.target(m, args.name)
+    p = trailers.plan(m, t.label, t.branch, args.mbox)
+    for why in p.skipped:
+        print(f"ktopic: skipped: {why}", file=sys.stderr)
+    verb = "would add" if args.dry_run else "added"
+    for ed in p.edits.values():
+        print(ed.file)
+        for a in ed.add:
+            print(f"  + {a.line}")
+    print(f"{p.replies} replies to v{p.revision} of {p.branch}: {verb} {p.added} trailers to "
+          f"{len(p.edits)} patch files, {len(p.skipped)} skipped")
+    if args.dry_run or not p.edits:
+        return 0
+    wd = Workdir(args.workdir)
+    with wd.lock():
+        trailers.write(p)
+        m = manifest.load(args.manifest)
+        r = Generator(m, wd).run()
+    for o in r.outcomes:
+        if o.error:
+            print(f"ktopic: {o.error}", file=sys.stderr)
+        elif o.moved:
+            print(f"{o.branch:<18} {o.head[:12]}  regenerated")
+    if not r.ok:
+        raise Failure("the patch files hold the trailers, but not every branch was "
+                      "regenerated (above); fix that and run `ktopic generate`")
+    print("commit the patch files; `ktopic mail " + t.label + " --reroll` mails them")
+    return 0
