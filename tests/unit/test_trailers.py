@@ -133,7 +133,7 @@ def test_round_trip(sent_twice, ktopic, tmp_path):
     skipped = r.err.strip().splitlines()
     assert all(s.startswith("ktopic: skipped: ") for s in skipped), r.err
     why = {s.split("<")[1].split(">")[0]: s for s in skipped}
-    assert "already in " + P1 in why["reply-3@example.net"]
+    assert "taken for " + P1 + " from an earlier reply" in why["reply-3@example.net"]
     assert "a reply to v1 of topic/counters, but v2 is the last sent revision" \
         in why["reply-4@example.net"]
     assert sum("reply-5@example.net" in s and "address does not parse" in s
@@ -171,6 +171,7 @@ def test_round_trip(sent_twice, ktopic, tmp_path):
     refs = project.refs()
     again = ktopic(*project.args("trailers", "counters", "--mbox", mbox))
     assert again.status == 0 and "added 0 trailers" in again.out, again
+    assert f"Reviewed-by: Rita Reviewer <rita@example.org>': already in {P1}" in again.err
     assert {f: (root / f).read_text() for f in (P1, P2)} == after
     assert project.refs() == refs
 

@@ -207,7 +207,7 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
         body = (lmsg.body or "").split("\n-- \n", 1)[0]
         took = [(t.lname, t.value) for t in lmsg.trailers]
         loose = []              # person trailers b4 would not take: no address
-        if lmsg.reply and not lmsg.has_diff:
+        if (lmsg.reply or lmsg.in_reply_to) and not lmsg.has_diff:
             for line in body.splitlines():
                 lm = TRAILER_LINE.match(line.strip("\r"))
                 if lm and PERSON_TAG.match(lm.group(1)) and not any(
@@ -262,10 +262,12 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
                 bare = t.as_string(omit_extinfo=True).lower()
                 same = [x for n, a, x in existing if n == t.lname and
                         (a == addr if addr else x.lower() == bare)]
-                if same or any(a.lname == t.lname and (a.addr == addr if addr else
-                                                       a.bare == bare)
-                               for a in ed.add):
+                if same:
                     out.skipped.append(f"{what}: '{line}': already in {f}")
+                    continue
+                if any(a.lname == t.lname and (a.addr == addr if addr else a.bare == bare)
+                       for a in ed.add):
+                    out.skipped.append(f"{what}: '{line}': taken for {f} from an earlier reply")
                     continue
                 ed.add.append(Taken(line, t.lname, addr, mid, sender, bare))
     for f, ed in list(out.edits.items()):
