@@ -45,6 +45,23 @@ def test_same_inputs_same_hashes_in_another_workdir(generated, ktopic, tmp_path)
         assert generated.refs(other)[ref] == generated.refs()[ref]
 
 
+def test_users_git_configuration_changes_no_hash(generated, ktopic, tmp_path, monkeypatch):
+    """A ~/.gitconfig asking for another commit encoding (or any other
+    setting) does not reach the git that writes the branches."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[i18n]\n\tcommitEncoding = ISO-8859-1\n"
+                                     "[core]\n\tcompression = 1\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    other = tmp_path / "other-work"
+    assert ktopic(*generated.args("import-base", workdir=other)).status == 0
+    assert ktopic(*generated.args("generate", workdir=other)).status == 0
+    for ref in ["refs/heads/base", *TOPIC_REFS]:
+        assert generated.refs(other)[ref] == generated.refs()[ref]
+
+
 def test_regenerating_unchanged_moves_nothing(generated, ktopic):
     before = generated.refs()
     reflog = generated.git("reflog", "show", "--all").count("\n")

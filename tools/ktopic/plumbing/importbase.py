@@ -57,7 +57,7 @@ def init_repo(wd: Workdir) -> Git:
     wd.ensure()
     git = Git(wd.git_dir)
     if not (wd.git_dir / "HEAD").exists():
-        subprocess.run(["git", "init", "-q", "--bare", str(wd.git_dir)], check=True)
+        git.run("init", "-q", "--bare")
         for k, v in (("core.logAllRefUpdates", "always"),   # reflogs: nothing is lost
                      ("gc.auto", "0"),                      # no surprise repacks mid-run
                      ("rerere.enabled", "true")):

@@ -250,7 +250,7 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     if not (wd.git_dir / "HEAD").exists():
         raise KtopicError(f"no work repository at {wd.git_dir}: run `ktopic import-base` and "
                           f"`ktopic generate` first")
-    git = Git(wd.git_dir)
+    git = Git(wd.git_dir, user_config=True)
     head = git.rev_parse(t.ref)
     if not head:
         raise KtopicError(f"branch {t.branch} does not exist in the work repository: run "

@@ -74,7 +74,7 @@ def run(m: Manifest, wd: Workdir, name: str) -> Result:
     rev = state.current
     if not (wd.git_dir / "HEAD").exists():
         raise KtopicError(f"no work repository at {wd.git_dir}: run `ktopic import-base` first")
-    git = Git(wd.git_dir)
+    git = Git(wd.git_dir, user_config=True)
     head = git.rev_parse(t.ref)
     if head != rev.head:
         raise KtopicError(f"{t.branch} is at {head[:12] if head else 'nothing'}, not at "
