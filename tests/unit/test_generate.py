@@ -7,7 +7,9 @@ import time
 
 import pytest
 
+import git_rebuild
 from conftest import TREE, git_in
+from ktopic.model import manifest
 from ktopic.plumbing import stack
 
 TOPIC_REFS = ["refs/heads/topic/compiler", "refs/heads/topic/counters",
@@ -43,6 +45,12 @@ def test_same_inputs_same_hashes_in_another_workdir(generated, ktopic, tmp_path)
     assert ktopic(*generated.args("generate", workdir=other)).status == 0
     for ref in TOPIC_REFS:
         assert generated.refs(other)[ref] == generated.refs()[ref]
+
+
+def test_every_branch_is_what_git_alone_makes(generated):
+    """apply --cached on a full index, write-tree, commit-tree: the same ids."""
+    m = manifest.load(generated.manifest)
+    assert git_rebuild.mismatches(m, generated.workdir / "linux.git") == {}
 
 
 def test_users_git_configuration_changes_no_hash(generated, ktopic, tmp_path, monkeypatch):
