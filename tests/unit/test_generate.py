@@ -283,10 +283,31 @@ def test_import_mbox_of_nothing(generated, ktopic, tmp_path):
     assert r.status == 2 and "no patch mails found" in r.err
 
 
+def test_every_command_takes_every_name_of_a_branch(generated, ktopic):
+    """A topic, its branch, "integration" and the integration branch's name
+    mean the same to every command."""
+    r = ktopic(*generated.args("generate", "for-next"))
+    assert r.status == 0, r
+    assert [ln.split()[0] for ln in r.out.splitlines()[:-1]] == ["for-next"]
+    r = ktopic(*generated.args("generate", "topic/names", "integration"))
+    assert r.status == 0, r
+    assert [ln.split()[0] for ln in r.out.splitlines()[:-1]] == ["topic/names", "for-next"]
+    r = ktopic(*generated.args("export", "topic/counters"))
+    assert r.status == 0 and "patches/counters/0001-" in r.out, r
+    r = ktopic(*generated.args("export", "for-next"))
+    assert r.status == 2 and "'for-next' is the integration branch" in r.err, r
+    m = manifest.load(generated.manifest)
+    assert m.check_series_name("for-next") == m.check_series_name("integration") == "integration"
+    assert m.check_series_name("topic/names") == "names"
+    assert [s.name for s in m.resolve(["for-next", "topic/names", "counters"])] == \
+        ["counters", "names", "integration"]
+    assert [s.name for s in m.resolve(["base"], base=True)] == ["base"]
+
+
 @pytest.mark.parametrize("topic", ["nosuch"])
 def test_unknown_topic_argument(generated, ktopic, topic):
     r = ktopic(*generated.args("generate", topic))
-    assert r.status == 2 and "no topic 'nosuch'" in r.err
+    assert r.status == 2 and "no topic or branch 'nosuch'" in r.err
 
 
 def test_mails_are_parsed_ahead_but_reported_in_order(generated, ktopic, patches_text):

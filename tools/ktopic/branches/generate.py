@@ -138,8 +138,12 @@ class Generator:
         return head
 
     def run(self, names: list[str] | None = None, force: bool = False,
-            integration: bool = True) -> Result:
+            integration: bool | None = None) -> Result:
+        """Generate the named topics (None: every topic) and the
+        integration branch (by default only when no topic is named)."""
         t0 = time.monotonic()
+        if integration is None:
+            integration = names is None
         try:
             return self._run(t0, names, force, integration)
         finally:
@@ -151,10 +155,10 @@ class Generator:
         m, git = self.m, self.git
         base = base_commit(git, m)
         refs = git.refs()
-        selected = names or list(m.topics)
+        selected = list(m.topics) if names is None else names
         wanted = [n for n in m.order if n in selected]
         self.start_parsing([t for n in wanted for t in (*m.closure(n), n)] +
-                           (list(m.integration.topics) if integration and not names else []))
+                           (list(m.integration.topics) if integration else []))
         proofs.verify(m, git, base, wanted)
         result = Result()
         failed: set[str] = set()
@@ -172,7 +176,7 @@ class Generator:
                     o.error = f"topic {name}: {e}"
                     failed.add(name)
             result.outcomes.append(o)
-        if integration and not names:
+        if integration:
             i = m.integration
             o = Outcome("integration", i.branch, old=refs.get(i.ref),
                         patches=sum(len(m.topics[n].patches) for n in i.topics))

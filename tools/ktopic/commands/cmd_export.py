@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ktopic.branches import export
-from ktopic.model import manifest
+from ktopic.model import branchspec, manifest
 from ktopic.model.workdir import Workdir
 
 
@@ -19,7 +19,7 @@ def run(args) -> int:
     with wd.lock():
         # Read under the lock: a run that held it may have changed it.
         m = manifest.load(args.manifest, workdir=args.workdir)
-        m.topic(args.topic)
+        args.topic = branchspec.resolve_one(m, args.topic, ("topic",)).name
         _, files = export.export(m, wd, args.topic)
     for f in files:
         print(f"patches/{args.topic}/{f}")

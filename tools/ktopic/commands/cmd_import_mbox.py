@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ktopic.model import manifest
+from ktopic.model import branchspec, manifest
 from ktopic.branches import mbox
 from ktopic.model.workdir import Workdir
 
@@ -20,7 +20,7 @@ def run(args) -> int:
     # The lock: an export or another import may be rewriting the manifest.
     with Workdir(args.workdir).lock():
         m = manifest.load(args.manifest, workdir=args.workdir)
-        m.topic(args.topic)
+        args.topic = branchspec.resolve_one(m, args.topic, ("topic",)).name
         _, written = mbox.import_mbox(m, args.source, args.topic)
     for name in written:
         print(f"patches/{args.topic}/{name}")

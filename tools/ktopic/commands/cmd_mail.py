@@ -34,7 +34,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     m = manifest.load(args.manifest, workdir=args.workdir)
-    m.check_series_name(args.name)
+    args.name = m.check_series_name(args.name)
     wd = Workdir(args.workdir)
     with wd.lock():
         r = mail.run(m, wd, args.name, output=args.output, send=args.send,

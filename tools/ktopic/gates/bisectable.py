@@ -27,8 +27,7 @@ from ktopic.kernel import build as buildmod
 from ktopic.model import results as R
 from ktopic.model.targets import targets_from_manifest
 from ktopic.errors import Failure
-
-INTEGRATION = "integration"
+from ktopic.model.branchspec import INTEGRATION
 
 
 @dataclass

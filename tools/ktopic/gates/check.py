@@ -37,9 +37,7 @@ from ktopic.gates.gatecache import GateCache
 from ktopic.model import results as R
 from ktopic.model.results import branch_dir
 from ktopic.plumbing.patchfile import parse
-from ktopic.errors import KtopicError
-
-INTEGRATION = "integration"
+from ktopic.model.branchspec import INTEGRATION
 
 
 @dataclass
@@ -156,16 +154,18 @@ def tool_versions(cache: Path, tree: cp.ScriptsTree, checker: cp.Checker) -> dic
 
 # ------------------------------------------------------------------ gates
 
+def _spec(m, name: str):
+    return m.resolve([name])[0]
+
+
 def _topic_patches(m, name: str):
     """(topic, Patch) pairs a name stands for: a topic's own, or every
     topic's for the integration branch."""
-    if name == INTEGRATION:
-        return [(t, p) for t in m.integration.topics for p in m.topics[t].patches]
-    return [(name, p) for p in m.topics[name].patches]
+    return _spec(m, name).patches
 
 
 def _branch_of(m, name: str) -> str:
-    return m.integration.branch if name == INTEGRATION else m.topics[name].branch
+    return _spec(m, name).branch
 
 
 def resolve_names(m, names: list[str]) -> list[str]:
@@ -173,17 +173,7 @@ def resolve_names(m, names: list[str]) -> list[str]:
     manifest order; every topic when none are given."""
     if not names:
         return list(m.order)
-    out = []
-    for n in names:
-        hit = [t for t, tp in m.topics.items() if n in (t, tp.branch)]
-        if n in (INTEGRATION, m.integration.branch):
-            hit = [INTEGRATION]
-        if not hit:
-            raise KtopicError(f"no topic or branch {n!r} (topics: {', '.join(m.topics)}, "
-                              f"{INTEGRATION})")
-        out += [h for h in hit if h not in out]
-    order = list(m.order) + [INTEGRATION]
-    return sorted(out, key=order.index)
+    return [s.name for s in m.resolve(names)]
 
 
 def _apply_waivers(pv: PatchVerdict, waivers) -> None:
