@@ -9,13 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 from ktopic.errors import KtopicError
 
-if TYPE_CHECKING:
-    from ktopic.model.manifest import Manifest, Patch
-
+# m is a manifest.Manifest, not imported here: manifest.py imports this module.
 BASE = "base"
 INTEGRATION = "integration"
 
@@ -27,7 +23,7 @@ class BranchSpec:
     branch: str                      # refs/heads/<branch>
     topics: list[str] = field(default_factory=list)    # topics whose patches it carries
     depends: list[str] = field(default_factory=list)   # topics it starts on (not carried)
-    patches: list[tuple[str, "Patch"]] = field(default_factory=list)   # (topic, patch)
+    patches: list[tuple[str, object]] = field(default_factory=list)   # (topic, manifest.Patch)
     fragments: list[Path] = field(default_factory=list)   # the topics' config fragments
     kunit: list[str] = field(default_factory=list)        # the suites it is expected to run
     modules: list[str] = field(default_factory=list)
@@ -43,7 +39,7 @@ def _uniq(items):
     return list(dict.fromkeys(items))
 
 
-def branches(m: "Manifest") -> list[BranchSpec]:
+def branches(m) -> list[BranchSpec]:
     """The base, every topic in dependency order, then the integration branch."""
     out = [BranchSpec(BASE, BASE, BASE)]
     for name in m.order:
@@ -67,7 +63,7 @@ def branches(m: "Manifest") -> list[BranchSpec]:
     return out
 
 
-def resolve(m: "Manifest", names: list[str], base: bool = False) -> list[BranchSpec]:
+def resolve(m, names: list[str], base: bool = False) -> list[BranchSpec]:
     """The branches names stand for, in manifest order, each once; every
     topic and the integration branch when names is empty (and the base
     first, when base).  An unknown name is bad input."""
@@ -84,7 +80,7 @@ def resolve(m: "Manifest", names: list[str], base: bool = False) -> list[BranchS
     return [s for s in specs if s in want]
 
 
-def resolve_one(m: "Manifest", name: str, kinds: tuple[str, ...]) -> BranchSpec:
+def resolve_one(m, name: str, kinds: tuple[str, ...]) -> BranchSpec:
     """The one branch name stands for, which must be of one of kinds."""
     spec = resolve(m, [name], base=BASE in kinds)[0]
     if spec.kind not in kinds:
