@@ -46,6 +46,7 @@ from ktopic.plumbing.gitutil import ZERO, Git, tree_attributes
 from ktopic.model.manifest import Manifest
 from ktopic.plumbing.patchfile import PatchFile, parse
 from ktopic.model.workdir import Workdir
+from ktopic.fileio import write_atomic
 
 OLD = "refs/ktopic/old/"
 BASES = "refs/ktopic/bases/"
@@ -96,9 +97,7 @@ def in_progress(wd: Workdir) -> bool:
 
 
 def _write_json(path: Path, data) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=True))
 
 
 def _run_in(wt: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:

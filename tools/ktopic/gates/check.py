@@ -38,6 +38,7 @@ from ktopic.model import results as R
 from ktopic.model.results import branch_dir
 from ktopic.plumbing.patchfile import parse
 from ktopic.model.branchspec import INTEGRATION
+from ktopic.fileio import write_atomic
 
 
 @dataclass
@@ -141,10 +142,7 @@ def tool_versions(cache: Path, tree: cp.ScriptsTree, checker: cp.Checker) -> dic
             versions[name] = _first_line(*cmd) if exe else "not installed"
         if versions.get("codespell", "").replace(".", "").isdigit():
             versions["codespell"] = "codespell " + versions["codespell"]
-        cache.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"stamp": stamp, "versions": versions}))
-        tmp.replace(path)
+        write_atomic(path, json.dumps({"stamp": stamp, "versions": versions}))
     out = {"checkpatch": f"scripts/checkpatch.pl of base tree {tree.tree_id}"}
     out.update(versions)
     out["codespell"] = (f"{versions.get('codespell')} ({checker.dictionary}, without the "
@@ -421,10 +419,7 @@ def check_branch(manifest, workdir, topic: str, out_dir: Path | None = None,
     log = ""
     if out_dir is not None:
         d = Path(out_dir) / branch_dir(tv.branch)
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".check.log.{os.getpid()}"
-        tmp.write_text("\n".join(lines) + "\n")
-        tmp.replace(d / "check.log")
+        write_atomic(d / "check.log", "\n".join(lines) + "\n")
         log = str((d / "check.log").relative_to(out_dir))
     all_cached = bool(tv.patches) and all(p.cached for p in tv.patches) and \
         (tv.bisect is None or tv.bisect.cached) and (tv.warnings is None or tv.warnings.cached)

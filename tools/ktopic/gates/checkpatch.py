@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ktopic.errors import Failure
+from ktopic.fileio import write_atomic
 
 # Version of the parsed format and of the way checkpatch is invoked: part of
 # every cache key, so a change here never reuses an old verdict.
@@ -257,9 +258,7 @@ def kernel_dictionary(tree: ScriptsTree, dictionary: Path) -> Path:
         word = line.split(b"->", 1)[0].strip().lower()
         if word not in names:
             kept.append(line)
-    tmp = out.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(b"".join(kept))
-    tmp.replace(out)
+    write_atomic(out, b"".join(kept))
     return out
 
 
@@ -281,11 +280,7 @@ class Checker:
             return None
 
     def _store(self, kind: str, key: str, value) -> None:
-        d = self.cache / kind
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".{key}.{os.getpid()}.{id(value)}.tmp"
-        tmp.write_text(json.dumps(value, indent=1))
-        tmp.replace(d / f"{key}.json")
+        write_atomic(self.cache / kind / f"{key}.json", json.dumps(value, indent=1))
 
     def _key(self, *parts: str) -> str:
         return hashlib.sha256("\0".join((FORMAT, self.tree.tree_id, self._dict_hash, *parts))

@@ -35,6 +35,7 @@ from pathlib import Path
 from ktopic.gates import bisectable as bs
 from ktopic.gates import new_warnings as wn
 from ktopic.kernel import kconfig
+from ktopic.fileio import write_atomic
 
 # Version of the stored format: part of every key.
 FORMAT = "1"
@@ -102,10 +103,7 @@ def key(parts: dict) -> str:
 
 
 def _write(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
 class GateCache:

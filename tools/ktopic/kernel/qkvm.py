@@ -23,6 +23,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ktopic.fileio import write_atomic
+
 QEMU = "qemu-system-x86_64"
 
 # 16-bit real-mode code loaded at 0x7c00 by the BIOS:
@@ -117,9 +119,7 @@ def probe(workdir_root: Path, timeout: float = 5.0, refresh: bool = False) -> Pr
             res = ProbeResult("kvm", True, f"KVM works: {why}", secs, key)
         else:
             res = ProbeResult("tcg", False, f"KVM does not work: {why}", secs, key)
-    tmp = cache.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(res), indent=2) + "\n")
-    tmp.replace(cache)
+    write_atomic(cache, json.dumps(asdict(res), indent=2) + "\n")
     return res
 
 

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ktopic.fileio import write_atomic
+
 # Stage and case status values.
 PASS, FAIL, SKIP, CACHED, CRASH = "pass", "fail", "skip", "cached", "crash"
 STAGES = ("generate", "check", "build", "boot", "test")
@@ -126,10 +128,7 @@ class Report:
         return report_from_dict(json.loads(text))
 
     def write(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(self.to_json())
-        tmp.replace(path)
+        write_atomic(path, self.to_json())
 
 
 def branch_from_dict(d: dict) -> BranchResult:

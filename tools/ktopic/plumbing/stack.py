@@ -27,6 +27,7 @@ from ktopic.plumbing.fastapply import Applied, FastApply, NotSimple
 from ktopic.plumbing.gitutil import Git
 from ktopic.plumbing.objstore import ObjectStore
 from ktopic.plumbing.patchfile import PatchFile
+from ktopic.fileio import write_atomic
 
 # git configuration that changes what git apply or git commit-tree does
 SETTINGS = ("apply.ignorewhitespace", "commit.gpgsign", "i18n.commitencoding")
@@ -64,9 +65,7 @@ class StackCache:
     def save(self) -> None:
         if not self.dirty:
             return
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.map, indent=0, sort_keys=True))
-        tmp.replace(self.path)
+        write_atomic(self.path, json.dumps(self.map, indent=0, sort_keys=True))
         self.dirty = False
 
 

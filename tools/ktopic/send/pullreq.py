@@ -22,6 +22,7 @@ from ktopic.plumbing.gitutil import Git
 from ktopic.send.mail import line_of, sender, target
 from ktopic.model.manifest import Manifest
 from ktopic.model.workdir import Workdir
+from ktopic.fileio import write_atomic
 
 
 @dataclass
@@ -117,8 +118,5 @@ def run(m: Manifest, wd: Workdir, name: str) -> Result:
     if resolved and resolved != url:
         text = text.replace(f"\n  {resolved} ", f"\n  {url} ", 1)
     path = m.root / "out" / "pull" / f"{t.branch}-v{rev.number}.txt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    write_atomic(path, text)
     return Result(tag, signed, text, path, warnings)

@@ -19,7 +19,6 @@ says why.
 from __future__ import annotations
 
 import datetime
-import os
 import re
 import subprocess
 import tempfile
@@ -30,6 +29,7 @@ from pathlib import Path
 from ktopic.errors import KtopicError
 from ktopic.plumbing.gitutil import Git
 from ktopic.plumbing.patchfile import parse
+from ktopic.fileio import write_atomic
 
 STATE_DIR = "mail"
 KEEP = "refs/ktopic/mail/"
@@ -80,10 +80,7 @@ class State:
         data = {"change-id": self.change_id, "revision": self.revision,
                 "revisions": {n: r.to_dict() for n, r in sorted(self.revisions.items())}}
         text = HEADER.format(what=self.label) + yaml.safe_dump(data, sort_keys=False, width=100)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(text)
-        tmp.replace(self.path)
+        write_atomic(self.path, text)
 
 
 def state_path(root: Path, label: str) -> Path:
