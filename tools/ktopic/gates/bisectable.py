@@ -18,7 +18,6 @@ The walk leaves the build directory at the branch's head, so a later
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from ktopic.model import results as R
 from ktopic.model.targets import targets_from_manifest
 from ktopic.errors import Failure
 from ktopic.model.branchspec import INTEGRATION
+from ktopic.plumbing.gitutil import Git
 
 
 @dataclass
@@ -117,10 +117,7 @@ def first_error(lines: list[str]) -> str:
 
 
 def _git(git_dir: Path, *args: str) -> str:
-    p = subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True)
-    if p.returncode:
-        raise Failure(f"git {' '.join(args)}: {p.stderr.strip()}")
-    return p.stdout
+    return Git(git_dir).run(*args)
 
 
 def plan(m, wd, topic: str) -> Plan:
@@ -158,8 +155,7 @@ def plan(m, wd, topic: str) -> Plan:
 
 
 def _exists(git_dir: Path, ref: str) -> bool:
-    return subprocess.run(["git", f"--git-dir={git_dir}", "rev-parse", "-q", "--verify", ref],
-                          capture_output=True).returncode == 0
+    return Git(git_dir).try_run("rev-parse", "-q", "--verify", ref).returncode == 0
 
 
 def _clean(lines: list[str], src: Path) -> list[str]:
@@ -174,8 +170,8 @@ def undefined_symbols(git_dir: Path, commit: str, names: list[str]) -> list[str]
     if not bare:
         return []
     pat = r"^[[:space:]]*(menu)?config[[:space:]]+(" + "|".join(bare) + r")[[:space:]]*$"
-    p = subprocess.run(["git", f"--git-dir={git_dir}", "grep", "-h", "-E", "-e", pat, commit,
-                        "--", "Kconfig*", "*/Kconfig*"], capture_output=True, text=True)
+    p = Git(git_dir).try_run("grep", "-h", "-E", "-e", pat, commit,
+                             "--", "Kconfig*", "*/Kconfig*")
     found = {ln.split()[-1] for ln in p.stdout.splitlines() if ln.strip()}
     return [f"CONFIG_{n}" for n in bare if n not in found]
 

@@ -35,6 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ktopic.errors import Failure
+from ktopic.plumbing import gitutil
+from ktopic.plumbing.gitutil import Git
 from ktopic.fileio import write_atomic
 
 # Version of the parsed format and of the way checkpatch is invoked: part of
@@ -149,16 +151,15 @@ class ScriptsTree:
     @classmethod
     def from_git(cls, git_dir: Path, rev: str, cache: Path) -> "ScriptsTree":
         """Extract (once) the files the scripts read from rev's tree."""
-        git = ["git", f"--git-dir={git_dir}"]
-        p = subprocess.run([*git, "rev-parse", f"{rev}^{{tree}}"], capture_output=True, text=True)
+        git = Git(git_dir)
+        p = git.try_run("rev-parse", f"{rev}^{{tree}}")
         if p.returncode:
             raise Failure(f"no {rev} in {git_dir}: run `ktopic import-base` first")
         tree = p.stdout.strip()
         path = Path(cache) / f"tree-{tree}"
         if (path / ".complete").exists():
             return cls(path, tree)
-        present = subprocess.run([*git, "ls-tree", "--name-only", tree, "--", *TREE_FILES],
-                                 capture_output=True, text=True).stdout.split()
+        present = git.try_run("ls-tree", "--name-only", tree, "--", *TREE_FILES).stdout.split()
         if "scripts/checkpatch.pl" not in present:
             raise Failure(f"the base tree {tree[:12]} has no scripts/checkpatch.pl")
         Path(cache).mkdir(parents=True, exist_ok=True)
@@ -166,9 +167,9 @@ class ScriptsTree:
         try:
             # The commit, not the tree: files then carry the commit's time,
             # which names checkpatch's CamelCase cache.
-            arch = subprocess.Popen([*git, "archive", "--format=tar", f"{rev}^{{commit}}", "--",
+            arch = subprocess.Popen(["git", "archive", "--format=tar", f"{rev}^{{commit}}", "--",
                                      *present],
-                                    stdout=subprocess.PIPE)
+                                    stdout=subprocess.PIPE, env=git._env(None))
             x = subprocess.run(["tar", "-x", "-C", str(tmp)], stdin=arch.stdout,
                                capture_output=True)
             arch.stdout.close()
@@ -217,7 +218,7 @@ class ScriptsTree:
 
     def blob_id(self, rel: str) -> str:
         p = subprocess.run(["git", "hash-object", str(self.path / rel)], capture_output=True,
-                           text=True)
+                           text=True, env=gitutil.env())
         return p.stdout.strip()
 
 
