@@ -82,8 +82,8 @@ class Generator:
         self.m, self.wd = m, wd
         self.git = Git(wd.git_dir)
         self.store = ObjectStore(self.git)
-        self.cache = StackCache(wd.path("stack-cache.json"), self.git, self.store)
-        self.stacker = Stacker(self.git, self.cache, wd.path("index-cache"), self.store)
+        self.cache = StackCache(wd.stack_cache, self.git, self.store)
+        self.stacker = Stacker(self.git, self.cache, wd.index_cache, self.store)
         self._patches: dict[str, list[PatchFile]] = {}
         self._parsing: dict[str, list[Mailinfo]] = {}
 

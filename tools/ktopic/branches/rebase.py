@@ -89,7 +89,7 @@ class Conflict(Exception):
 
 
 def _state_dir(wd: Workdir) -> Path:
-    return wd.path("rebase")
+    return wd.rebase_state
 
 
 def in_progress(wd: Workdir) -> bool:
@@ -198,8 +198,8 @@ class Rebase:
                 for f in sorted(d.iterdir()):
                     if f.is_file():
                         patches[f"{name}/{f.name}"] = f.read_text()
-        cache = self.wd.path("stack-cache.json")
-        index_dir = self.wd.path("index-cache")
+        cache = self.wd.stack_cache
+        index_dir = self.wd.index_cache
         return {"manifest": self.m.path.read_text(), "patches": patches, "refs": refs,
                 "stack_cache": cache.read_text() if cache.exists() else None,
                 "index_cache": sorted(os.listdir(index_dir)) if index_dir.is_dir() else []}
@@ -658,12 +658,12 @@ class Rebase:
                 if not path.exists() or path.read_text() != text:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_text(text)
-        cache = self.wd.path("stack-cache.json")
+        cache = self.wd.stack_cache
         if snap["stack_cache"] is None:
             cache.unlink(missing_ok=True)
         else:
             cache.write_text(snap["stack_cache"])
-        index_dir = self.wd.path("index-cache")
+        index_dir = self.wd.index_cache
         if index_dir.is_dir():
             for f in os.listdir(index_dir):
                 if f not in snap["index_cache"]:

@@ -202,7 +202,6 @@ def build_commit(p: Plan, wd, commit: str, parent: str | None, jobs: int = 0,
     Before the head, such values (options no Kconfig file of the commit
     defines) are left out and the commit is built again without them (a
     note says which); every other value must still stick."""
-    root = Path(wd.root)
     t0 = time.monotonic()
     res = _build(p, wd, commit, parent, p.fragments, jobs, progress)
     if isinstance(res, CommitBuild):
@@ -214,13 +213,13 @@ def build_commit(p: Plan, wd, commit: str, parent: str | None, jobs: int = 0,
         if absent:
             notes.append(f"not defined at this commit, left out: {', '.join(absent)}")
             frags = without_symbols(p.fragments, absent,
-                                    root / "cache" / "check" / "gates" / "fragments" / p.build_name)
+                                    wd.gate_cache / "fragments" / p.build_name)
             res = _build(p, wd, commit, parent, frags, jobs, progress)
             if isinstance(res, CommitBuild):
                 res.notes = notes
                 return res
     return CommitBuild(commit, "", res.ok, time.monotonic() - t0, res.error,
-                       _clean(res.details, root / "src"), notes)
+                       _clean(res.details, wd.src), notes)
 
 
 def _build(p: Plan, wd, commit: str, parent: str | None, fragments: list[Path], jobs: int,
@@ -230,7 +229,7 @@ def _build(p: Plan, wd, commit: str, parent: str | None, fragments: list[Path], 
     t0 = time.monotonic()
     req = buildmod.BuildRequest(name=p.build_name, commit=commit, base=parent,
                                 fragments=fragments, jobs=jobs, progress=progress,
-                                seed=root / "build" / buildmod.build_dir_name("base"))
+                                seed=wd.build_dir(buildmod.build_dir_name("base")))
     try:
         return buildmod.build(root, Path(wd.git_dir), req)
     except Failure as e:

@@ -197,7 +197,7 @@ def check_topics(m, wd, names: list[str], opts: Options | None = None,
     opts = opts or Options()
     t0 = time.monotonic()
     names = resolve_names(m, names)
-    cache = Path(wd.root) / "cache" / "check"
+    cache = wd.check_cache
     tree = cp.ScriptsTree.from_git(Path(wd.git_dir), m.base.ref, cache)
     checker = cp.Checker(tree, cache, codespell=opts.codespell)
     versions = tool_versions(cache, tree, checker)

@@ -47,7 +47,7 @@ RULE_FILES = ("gates/bisectable.py", "gates/new_warnings.py", "kernel/build.py",
 
 
 def cache_dir(wd) -> Path:
-    return Path(wd.root) / "cache" / "check" / "gates"
+    return wd.gate_cache
 
 
 def _first_line(cmd: tuple[str, ...]) -> str:

@@ -375,7 +375,7 @@ class Worktree:
 
     def __init__(self, wd: Workdir, git: Git, label: str):
         self.git = git
-        self.path = wd.path("mail-worktrees", label)
+        self.path = wd.mail_worktree(label)
         self.branch = f"b4/{label}"
 
     def remove(self) -> None:
