@@ -5,6 +5,9 @@ manifest order), then its own patches; integration stacks every topic.
 Refs move in one transaction at the end, only for topics whose patches all
 applied; a branch that holds commits the tool did not make is not moved
 without --force, and then its old head is kept under refs/ktopic/backup/.
+
+Takes the manifest and the work directory (its base); gives the branches,
+moved in one ref transaction, and an Outcome per branch.
 """
 
 from __future__ import annotations

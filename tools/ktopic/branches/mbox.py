@@ -1,7 +1,10 @@
 """Add a posted series to a topic: an mbox file, or a directory of patch
 mails (one per file, as in shared/seeds/).  Cover letters and mails
 without a diff are skipped; the patches keep their order (the [PATCH n/m]
-numbers when present, else file order) and are appended to the topic."""
+numbers when present, else file order) and are appended to the topic.
+
+Takes an mbox file or a directory of mails and a topic; gives the patch
+files written and the edited manifest."""
 
 from __future__ import annotations
 

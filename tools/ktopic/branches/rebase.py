@@ -22,6 +22,10 @@ lists) and their refs, the old branch heads kept under
 refs/ktopic/old/<old debian-version>/<branch>.  The state of an unfinished
 rebase is <workdir>/rebase/state.json, with a snapshot that --abort puts
 back (manifest, patches, refs, caches, worktrees).
+
+Takes the manifest, the work directory and a newer tarball; gives the moved
+branches, the rewritten patches and manifest, a Report (or a stop at a
+conflict to resolve).
 """
 
 from __future__ import annotations

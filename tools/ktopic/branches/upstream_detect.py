@@ -14,6 +14,9 @@ Whatever the evidence, the manifest entry gets a check that the new base
 backs: a `contains` regular expression of a line the patch adds (a line the
 old base lacks, when there is one), whitespace-tolerant; for a patch that
 only deletes, a `lacks` of a line it removes.
+
+Takes a patch and a base tree; gives whether the base carries it, and the
+manifest entry that proves it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """ktopic check [TOPIC...]: checkpatch, series hygiene and recipients for
 each topic's patches; --bisect: every commit builds; --warnings: no new
-W=1/sparse warnings (docs/gates.md)."""
+W=1/sparse warnings (docs/gates.md).
+
+Takes branch names and --bisect/--warnings; gives a verdict per topic,
+printed (and --json), exit 1 on a failing gate."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""ktopic export: write a topic branch back to patches/<topic>/."""
+"""ktopic export: write a topic branch back to patches/<topic>/.
+
+Takes a topic (by any of its names); gives its patch files, listed.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""ktopic generate: build the topic branches and the integration branch."""
+"""ktopic generate: build the topic branches and the integration branch.
+
+Takes branch names (topics, their branches, integration, for-next); gives
+the branches and a line per branch.
+"""
 
 from __future__ import annotations
 

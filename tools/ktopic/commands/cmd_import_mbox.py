@@ -1,4 +1,8 @@
-"""ktopic import-mbox: add a posted series (mbox or directory of mails) to a topic."""
+"""ktopic import-mbox: add a posted series (mbox or directory of mails) to a topic.
+
+Takes an mbox or a directory and a topic (by any of its names); gives the
+patch files written, listed.
+"""
 
 from __future__ import annotations
 

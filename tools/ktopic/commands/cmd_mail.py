@@ -4,6 +4,9 @@ Without --send the messages are written to out/mail/<branch>/v<N>/ (or
 --output DIR); with --send b4 sends them over the SMTP server git's
 sendemail.* configuration names.  The revision (and b4's change-id) is kept
 in mail/<topic>.yaml: commit it.  docs/mail.md has the whole workflow.
+
+Takes a topic or the integration branch (by any of their names); gives the
+series under out/mail/ (sent with --send).
 """
 
 from __future__ import annotations

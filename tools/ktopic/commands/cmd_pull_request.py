@@ -1,6 +1,9 @@
 """ktopic pull-request: a signed tag for the mailed revision of a topic (or
 the integration branch) and the text of `git request-pull` against the
-manifest's series.public-url, written to out/pull/<branch>-v<N>.txt."""
+manifest's series.public-url, written to out/pull/<branch>-v<N>.txt.
+
+Takes a topic or the integration branch; gives a signed tag and
+out/pull/<branch>-v<N>.txt."""
 
 from __future__ import annotations
 

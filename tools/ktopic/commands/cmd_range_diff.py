@@ -1,4 +1,8 @@
-"""ktopic range-diff: git range-diff of a topic between two base versions."""
+"""ktopic range-diff: git range-diff of a topic between two base versions.
+
+Takes a topic (by any of its names) and an old base's version; gives git
+range-diff's output.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""ktopic status: where each topic branch stands against the manifest."""
+"""ktopic status: where each topic branch stands against the manifest.
+
+Takes the manifest and the work directory; gives a table of every branch's
+state.
+"""
 
 from __future__ import annotations
 

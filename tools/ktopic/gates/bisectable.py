@@ -13,6 +13,9 @@ start is not blamed on the topic.
 
 The walk leaves the build directory at the branch's head, so a later
 `ktopic ci` of the branch has nothing left to compile.
+
+Takes a topic's commits (a Plan) and the work directory; gives a
+CommitBuild per commit.
 """
 
 from __future__ import annotations

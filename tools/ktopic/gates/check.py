@@ -16,6 +16,9 @@ Verdicts:
   defaults (which are strict by themselves under net/), unless --strict;
 - hygiene problems fail; SUBJECT_PREFIX and LEFTOVER take waivers too;
   RECIPIENT problems are excused by topics.<t>.recipients-waived.
+
+Takes the manifest, the work directory and branch names; gives a
+TopicVerdict per topic (and out/<branch>/check.log).
 """
 
 from __future__ import annotations

@@ -20,6 +20,9 @@ options, the codespell dictionary, this module's format version) in
 ``<workdir>/cache/check/checkpatch/``; get_maintainer.pl answers likewise
 under ``maintainers/``.  The patch is fed on standard input, so its file
 name never changes the output.
+
+Takes the base tree and patch files; gives checkpatch's Messages and
+get_maintainer's recipients, cached by content.
 """
 
 from __future__ import annotations

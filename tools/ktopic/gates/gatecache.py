@@ -21,6 +21,9 @@ being worked on, so it is walked again on the next run.
 
 The toolchain's versions are remembered by the programs' (path, size,
 mtime) in ``gates/toolchain.json``, so a cached run starts no compiler.
+
+Takes a topic's Plan and the run's inputs; gives the verdict remembered for
+them, or a place to remember a new one.
 """
 
 from __future__ import annotations

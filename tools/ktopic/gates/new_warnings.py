@@ -17,6 +17,9 @@ failed (build.py fails changed code that was never compiled).
 
 The next normal build of the directory recompiles those objects with the
 normal flags (ccache has them).
+
+Takes a topic's Plan and the work directory; gives the warnings its head
+adds over its start.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ A build fails when the kernel or a module does not compile, when a config
 value did not stick, or when a .c file the branch changes (against its base)
 produced no up-to-date .o: changed code that was never compiled is not a
 pass.
+
+Takes a BuildRequest (commit, fragments, build directory); gives a
+BuildResult (kernel image, modules, errors).
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ owner root, inode numbers in order, so the same inputs give the same bytes.
 Static binaries are cached under the hash of their source and the compiler;
 the archive under the hash of its entries.  Uncompressed (the kernel unpacks
 a plain cpio; compression would only cost time under TCG).
+
+Takes an InitramfsRequest (init source, modules, programs); gives an
+InitramfsResult (a cached cpio and its hash).
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ kunit.py-style logs) is parsed as one document.
 Results: SuiteResult/CaseResult per suite and case; checks add findings for
 an expected suite that did not run, an expected program that printed no
 KTAP, and every failed or crashed case.
+
+Takes a console log and the branch's kunit_parser; gives SuiteResults per
+segment.
 """
 
 from __future__ import annotations

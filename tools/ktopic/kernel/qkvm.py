@@ -10,6 +10,8 @@ cannot tell, and KVM is not used).
 
 The answer is cached in <workdir>/kvm-probe.json, keyed by the host kernel,
 the QEMU version and /dev/kvm, so it is measured once per machine.
+
+Takes the work directory; gives a ProbeResult (kvm or tcg, why), cached.
 """
 
 from __future__ import annotations

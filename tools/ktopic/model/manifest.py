@@ -2,6 +2,9 @@
 cannot say), and present as typed objects.
 
 Every complaint is a KtopicError naming branches.yaml:line.
+
+Takes branches.yaml (and the files it names); gives a Manifest, or a
+KtopicError at its line.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ the outcome of each stage (generate, check, build, boot, test), the KUnit /
 KTAP results per suite and case, and the findings a console scan made
 (panics, lockdep reports, ...).  Everything is plain data so that it can be
 cached as JSON, rendered (terminal, HTML, JUnit) and compared.
+
+Takes what the stages found; gives the Report, BranchResult ... dataclasses
+and their JSON.
 """
 
 from __future__ import annotations

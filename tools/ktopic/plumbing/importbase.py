@@ -6,6 +6,9 @@ pack instead of 80,000 loose objects.  Every file goes in whatever Debian's
 the tarball byte for byte.  The commit is deterministic: identity, date and
 message depend only on the manifest and the tarball, so two machines get
 the same base commit id.
+
+Takes the manifest's tarball and the work directory; gives refs/heads/base
+and refs/ktopic/bases/<version>.
 """
 
 from __future__ import annotations

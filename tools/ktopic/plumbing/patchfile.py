@@ -2,6 +2,8 @@
 
 The mail is parsed by git mailinfo, as git am does, so a patch file gives
 the commit that git am would make.
+
+Takes a patch file; gives a PatchFile (author, date, message, diff, hunks).
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ here (commitobj.py), else by `git commit-tree`.  What was made is
 remembered by content (parent commit + patch file hash -> commit) in the
 work directory, so an unchanged series is "applied" without running git
 at all.
+
+Takes a commit and patch files; gives the commit of each patch on the one
+before (or an ApplyError), through the stack cache.
 """
 
 from __future__ import annotations

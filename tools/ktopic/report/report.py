@@ -13,6 +13,9 @@ they are mapped to one safe path component.  Logs named by a StageResult are
 paths relative to ``out/`` and are linked as such.
 
 ``ktopic report`` re-renders all of this from an existing out/report.json.
+
+Takes a results.Report; gives out/report.json, JUnit files, out/index.html
+and the terminal table.
 """
 
 from __future__ import annotations

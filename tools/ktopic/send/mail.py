@@ -10,6 +10,9 @@ then writes the messages (``-o``) or sends them over SMTP.
 
 Everything that can be wrong with the input is checked before the worktree
 is made, so a bad input writes and sends nothing.
+
+Takes the manifest, the work directory and a topic or integration; gives
+the series b4 wrote (and sent) and its new revision.
 """
 
 from __future__ import annotations

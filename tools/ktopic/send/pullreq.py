@@ -6,6 +6,8 @@ branch must still be at that head.  An annotated tag
 when one is configured); its message carries the per-topic summary, the
 base and the last CI results, and `git request-pull` against
 series.public-url turns it into the text to send.
+
+Takes a mailed revision of a branch; gives a tag and the request-pull text.
 """
 
 from __future__ import annotations

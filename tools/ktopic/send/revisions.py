@@ -14,6 +14,9 @@ regenerated work repository often has it); or rebuilt by stacking the
 recorded patch blobs, read from the project repository's own history, on
 the base.  When none works the range-diff is left out and the cover letter
 says why.
+
+Takes a branch's label; gives its mailed revisions (the State kept in the
+project) and their commits.
 """
 
 from __future__ import annotations
