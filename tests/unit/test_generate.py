@@ -307,7 +307,7 @@ def test_every_command_takes_every_name_of_a_branch(generated, ktopic):
 @pytest.mark.parametrize("topic", ["nosuch"])
 def test_unknown_topic_argument(generated, ktopic, topic):
     r = ktopic(*generated.args("generate", topic))
-    assert r.status == 2 and "no topic or branch 'nosuch'" in r.err
+    assert r.status == 2 and "no topic 'nosuch'" in r.err
 
 
 def test_mails_are_parsed_ahead_but_reported_in_order(generated, ktopic, patches_text):

@@ -74,8 +74,9 @@ def resolve(m, names: list[str], base: bool = False) -> list[BranchSpec]:
     for n in names:
         hit = [s for s in specs if n in (s.name, s.branch)]
         if not hit:
-            known = ", ".join(s.name for s in specs)
-            raise KtopicError(f"no topic or branch {n!r} (known: {known}, or a branch name)")
+            # As Manifest.topic() says it: a branch name or "integration"
+            # is accepted too, but a topic is what is usually meant.
+            raise KtopicError(f"no topic {n!r} (topics: {', '.join(m.topics)})")
         want += [h for h in hit if h not in want]
     return [s for s in specs if s in want]
 
