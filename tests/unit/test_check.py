@@ -298,7 +298,7 @@ def test_cli(proj, ktopic):
     v = json.loads((proj.root / "v.json").read_text())
     assert v[0]["topic"] == "counters" and v[0]["versions"]["checkpatch"]
     r = ktopic("-m", proj.root / "branches.yaml", "-w", proj.wd, "check", "nosuch")
-    assert r.status == 2 and "no topic or branch 'nosuch'" in r.err
+    assert r.status == 2 and "no topic 'nosuch'" in r.err
 
 
 # --- pure functions -----------------------------------------------------------

@@ -167,9 +167,8 @@ def test_gate_cache_key(tmp_path):
     assert gatecache.rules_hash() == gatecache.rules_hash()
 
 
-class _WD:
-    def __init__(self, root):
-        self.root = root
+class _WD(Workdir):
+    """A work directory at root (its properties name the layout)."""
 
 
 def test_gate_cache_keeps_passes_only(tmp_path, monkeypatch):

@@ -7,7 +7,9 @@ import time
 
 import pytest
 
+import git_rebuild
 from conftest import TREE, git_in
+from ktopic.model import manifest
 from ktopic.plumbing import stack
 
 TOPIC_REFS = ["refs/heads/topic/compiler", "refs/heads/topic/counters",
@@ -42,6 +44,29 @@ def test_same_inputs_same_hashes_in_another_workdir(generated, ktopic, tmp_path)
     assert ktopic(*generated.args("import-base", workdir=other)).status == 0
     assert ktopic(*generated.args("generate", workdir=other)).status == 0
     for ref in TOPIC_REFS:
+        assert generated.refs(other)[ref] == generated.refs()[ref]
+
+
+def test_every_branch_is_what_git_alone_makes(generated):
+    """apply --cached on a full index, write-tree, commit-tree: the same ids."""
+    m = manifest.load(generated.manifest)
+    assert git_rebuild.mismatches(m, generated.workdir / "linux.git") == {}
+
+
+def test_users_git_configuration_changes_no_hash(generated, ktopic, tmp_path, monkeypatch):
+    """A ~/.gitconfig asking for another commit encoding (or any other
+    setting) does not reach the git that writes the branches."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[i18n]\n\tcommitEncoding = ISO-8859-1\n"
+                                     "[core]\n\tcompression = 1\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    other = tmp_path / "other-work"
+    assert ktopic(*generated.args("import-base", workdir=other)).status == 0
+    assert ktopic(*generated.args("generate", workdir=other)).status == 0
+    for ref in ["refs/heads/base", *TOPIC_REFS]:
         assert generated.refs(other)[ref] == generated.refs()[ref]
 
 
@@ -256,6 +281,27 @@ def test_import_mbox_of_nothing(generated, ktopic, tmp_path):
     (tmp_path / "empty" / "note.txt").write_text("not a patch\n")
     r = ktopic(*generated.args("import-mbox", str(tmp_path / "empty"), "--topic", "names"))
     assert r.status == 2 and "no patch mails found" in r.err
+
+
+def test_every_command_takes_every_name_of_a_branch(generated, ktopic):
+    """A topic, its branch, "integration" and the integration branch's name
+    mean the same to every command."""
+    r = ktopic(*generated.args("generate", "for-next"))
+    assert r.status == 0, r
+    assert [ln.split()[0] for ln in r.out.splitlines()[:-1]] == ["for-next"]
+    r = ktopic(*generated.args("generate", "topic/names", "integration"))
+    assert r.status == 0, r
+    assert [ln.split()[0] for ln in r.out.splitlines()[:-1]] == ["topic/names", "for-next"]
+    r = ktopic(*generated.args("export", "topic/counters"))
+    assert r.status == 0 and "patches/counters/0001-" in r.out, r
+    r = ktopic(*generated.args("export", "for-next"))
+    assert r.status == 2 and "'for-next' is the integration branch" in r.err, r
+    m = manifest.load(generated.manifest)
+    assert m.check_series_name("for-next") == m.check_series_name("integration") == "integration"
+    assert m.check_series_name("topic/names") == "names"
+    assert [s.name for s in m.resolve(["for-next", "topic/names", "counters"])] == \
+        ["counters", "names", "integration"]
+    assert [s.name for s in m.resolve(["base"], base=True)] == ["base"]
 
 
 @pytest.mark.parametrize("topic", ["nosuch"])

@@ -4,6 +4,9 @@ Each command module defines ``register(subparsers)``, which adds its parser
 and sets ``func`` to a ``run(args) -> int``.  Adding a command is adding its
 name and module to COMMANDS.  Only the module of the command being run is
 imported (``--help`` imports them all), so a quick command stays quick.
+
+Takes the command line; gives the exit status (0, 1 on Failure, 2 on
+KtopicError) of the one command it loads.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ KtopicError is bad input (a manifest, a patch, an argument): one line that
 names the file and line, exit status 2, nothing changed.  Failure is a
 command that ran and found something wrong (a patch that does not apply, a
 kernel that panics): exit status 1.
+
+Takes a message (and a file and line); gives the exception cli maps to an
+exit status.
 """
 
 from __future__ import annotations

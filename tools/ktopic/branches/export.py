@@ -1,5 +1,8 @@
 """Write a topic branch back as patch files (git format-patch), and record
-the branch head as known, so that generate may regenerate it."""
+the branch head as known, so that generate may regenerate it.
+
+Takes a topic and its branch in the work repository; gives patches/<topic>/
+and the manifest's list for it."""
 
 from __future__ import annotations
 

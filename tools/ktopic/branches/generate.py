@@ -5,6 +5,9 @@ manifest order), then its own patches; integration stacks every topic.
 Refs move in one transaction at the end, only for topics whose patches all
 applied; a branch that holds commits the tool did not make is not moved
 without --force, and then its old head is kept under refs/ktopic/backup/.
+
+Takes the manifest and the work directory (its base); gives the branches,
+moved in one ref transaction, and an Outcome per branch.
 """
 
 from __future__ import annotations
@@ -82,8 +85,8 @@ class Generator:
         self.m, self.wd = m, wd
         self.git = Git(wd.git_dir)
         self.store = ObjectStore(self.git)
-        self.cache = StackCache(wd.path("stack-cache.json"), self.git, self.store)
-        self.stacker = Stacker(self.git, self.cache, wd.path("index-cache"), self.store)
+        self.cache = StackCache(wd.stack_cache, self.git, self.store)
+        self.stacker = Stacker(self.git, self.cache, wd.index_cache, self.store)
         self._patches: dict[str, list[PatchFile]] = {}
         self._parsing: dict[str, list[Mailinfo]] = {}
 
@@ -138,8 +141,12 @@ class Generator:
         return head
 
     def run(self, names: list[str] | None = None, force: bool = False,
-            integration: bool = True) -> Result:
+            integration: bool | None = None) -> Result:
+        """Generate the named topics (None: every topic) and the
+        integration branch (by default only when no topic is named)."""
         t0 = time.monotonic()
+        if integration is None:
+            integration = names is None
         try:
             return self._run(t0, names, force, integration)
         finally:
@@ -151,10 +158,10 @@ class Generator:
         m, git = self.m, self.git
         base = base_commit(git, m)
         refs = git.refs()
-        selected = names or list(m.topics)
+        selected = list(m.topics) if names is None else names
         wanted = [n for n in m.order if n in selected]
         self.start_parsing([t for n in wanted for t in (*m.closure(n), n)] +
-                           (list(m.integration.topics) if integration and not names else []))
+                           (list(m.integration.topics) if integration else []))
         proofs.verify(m, git, base, wanted)
         result = Result()
         failed: set[str] = set()
@@ -172,7 +179,7 @@ class Generator:
                     o.error = f"topic {name}: {e}"
                     failed.add(name)
             result.outcomes.append(o)
-        if integration and not names:
+        if integration:
             i = m.integration
             o = Outcome("integration", i.branch, old=refs.get(i.ref),
                         patches=sum(len(m.topics[n].patches) for n in i.topics))

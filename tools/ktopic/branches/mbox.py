@@ -1,7 +1,10 @@
 """Add a posted series to a topic: an mbox file, or a directory of patch
 mails (one per file, as in shared/seeds/).  Cover letters and mails
 without a diff are skipped; the patches keep their order (the [PATCH n/m]
-numbers when present, else file order) and are appended to the topic."""
+numbers when present, else file order) and are appended to the topic.
+
+Takes an mbox file or a directory of mails and a topic; gives the patch
+files written and the edited manifest."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from pathlib import Path
 from ktopic.model import manifest_edit
 from ktopic.errors import KtopicError
 from ktopic.model.manifest import Manifest, is_patch_file
+from ktopic.plumbing import gitutil
 from ktopic.plumbing.patchfile import parse
 
 NUMBER = re.compile(r"^\[[^\]]*?(\d+)/(\d+)\]")
@@ -29,7 +33,7 @@ def split(source: Path, tmp: Path) -> list[Path]:
     if not source.is_file():
         raise KtopicError("no such mbox file or directory", source)
     r = subprocess.run(["git", "mailsplit", "-b", f"-o{tmp}", str(source)],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=gitutil.env())
     if r.returncode != 0:
         raise KtopicError(f"not an mbox: {r.stderr.strip()}", source)
     return sorted(tmp.iterdir())

@@ -1,6 +1,9 @@
 """Proofs that the base carries (or replaced) a 2019 patch: each manifest
 check is a regular expression that must match (contains) or must not match
-(lacks) a file of the base tree."""
+(lacks) a file of the base tree.
+
+Takes the manifest and the base commit; gives nothing, or the KtopicError
+naming the check that fails."""
 
 from __future__ import annotations
 

@@ -3,7 +3,10 @@
 The old branch is refs/ktopic/old/<OLD_BASE>/<branch> (kept by `ktopic
 rebase`), the new one the current branch.  Each side starts after the
 branch of the topic's last dependency on that base (or the base itself), so
-only the topic's own patches are compared."""
+only the topic's own patches are compared.
+
+Takes a topic, the work repository and an old base's version; gives the two
+commit ranges git range-diff compares."""
 
 from __future__ import annotations
 

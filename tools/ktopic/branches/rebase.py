@@ -22,6 +22,10 @@ lists) and their refs, the old branch heads kept under
 refs/ktopic/old/<old debian-version>/<branch>.  The state of an unfinished
 rebase is <workdir>/rebase/state.json, with a snapshot that --abort puts
 back (manifest, patches, refs, caches, worktrees).
+
+Takes the manifest, the work directory and a newer tarball; gives the moved
+branches, the rewritten patches and manifest, a Report (or a stop at a
+conflict to resolve).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from ktopic.plumbing.gitutil import ZERO, Git, tree_attributes
 from ktopic.model.manifest import Manifest
 from ktopic.plumbing.patchfile import PatchFile, parse
 from ktopic.model.workdir import Workdir
+from ktopic.fileio import write_atomic
 
 OLD = "refs/ktopic/old/"
 BASES = "refs/ktopic/bases/"
@@ -88,7 +93,7 @@ class Conflict(Exception):
 
 
 def _state_dir(wd: Workdir) -> Path:
-    return wd.path("rebase")
+    return wd.rebase_state
 
 
 def in_progress(wd: Workdir) -> bool:
@@ -96,9 +101,7 @@ def in_progress(wd: Workdir) -> bool:
 
 
 def _write_json(path: Path, data) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=True))
 
 
 def _run_in(wt: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -199,8 +202,8 @@ class Rebase:
                 for f in sorted(d.iterdir()):
                     if f.is_file():
                         patches[f"{name}/{f.name}"] = f.read_text()
-        cache = self.wd.path("stack-cache.json")
-        index_dir = self.wd.path("index-cache")
+        cache = self.wd.stack_cache
+        index_dir = self.wd.index_cache
         return {"manifest": self.m.path.read_text(), "patches": patches, "refs": refs,
                 "stack_cache": cache.read_text() if cache.exists() else None,
                 "index_cache": sorted(os.listdir(index_dir)) if index_dir.is_dir() else []}
@@ -743,12 +746,12 @@ class Rebase:
                 if not path.exists() or path.read_text() != text:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_text(text)
-        cache = self.wd.path("stack-cache.json")
+        cache = self.wd.stack_cache
         if snap["stack_cache"] is None:
             cache.unlink(missing_ok=True)
         else:
             cache.write_text(snap["stack_cache"])
-        index_dir = self.wd.path("index-cache")
+        index_dir = self.wd.index_cache
         if index_dir.is_dir():
             for f in os.listdir(index_dir):
                 if f not in snap["index_cache"]:

@@ -21,6 +21,9 @@ the patch adds that the old base lacks, whitespace-tolerant; for a patch
 that only deletes, a `lacks` of a line it removes.  Without such a check
 the patch is not recorded as upstream: a line the old base already had
 proves nothing about the new one.
+
+Takes a patch and a base tree; gives whether the base carries it, and the
+manifest entry that proves it.
 """
 
 from __future__ import annotations

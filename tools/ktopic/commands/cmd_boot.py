@@ -1,4 +1,8 @@
-"""ktopic boot: build if needed, boot in QEMU, scan the console, parse KTAP."""
+"""ktopic boot: build if needed, boot in QEMU, scan the console, parse KTAP.
+
+Takes branch names and the run options; gives out/report.json and the boot
+stages' results.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""ktopic build: build branches' kernels and test modules only."""
+"""ktopic build: build branches' kernels and test modules only.
+
+Takes branch names and the build options; gives each branch's build result,
+printed.
+"""
 
 from __future__ import annotations
 

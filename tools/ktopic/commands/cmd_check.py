@@ -1,17 +1,20 @@
 """ktopic check [TOPIC...]: checkpatch, series hygiene and recipients for
 each topic's patches; --bisect: every commit builds; --warnings: no new
-W=1/sparse warnings (docs/gates.md)."""
+W=1/sparse warnings (docs/gates.md).
+
+Takes branch names and --bisect/--warnings; gives a verdict per topic,
+printed (and --json), exit 1 on a failing gate."""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from ktopic.errors import Failure
 from ktopic.gates import check
 from ktopic.model import manifest
 from ktopic.model.workdir import Workdir
+from ktopic.fileio import write_atomic
 
 
 def register(sub) -> None:
@@ -55,9 +58,7 @@ def run(args) -> int:
         print(check.tools_line(verdicts[0].versions))
     bad = [tv for tv in verdicts if not tv.ok]
     if args.json:
-        tmp = args.json.with_name(f".{args.json.name}.{os.getpid()}")
-        tmp.write_text(json.dumps([tv.to_dict() for tv in verdicts], indent=1) + "\n")
-        tmp.replace(args.json)
+        write_atomic(args.json, json.dumps([tv.to_dict() for tv in verdicts], indent=1) + "\n")
     print(f"check: {len(verdicts) - len(bad)} of {len(verdicts)} topic(s) pass"
           + (f"; failing: {', '.join(tv.topic for tv in bad)}" if bad else ""))
     return 1 if bad else 0

@@ -1,5 +1,8 @@
 """ktopic ci: build, boot and test branches; write out/report.json (see
-ktopic.runner.runner for the stages and docs/ci.md)."""
+ktopic.runner.runner for the stages and docs/ci.md).
+
+Takes branch names and the run options; gives out/ (report.json,
+index.html, JUnit) and the exit status of the run."""
 
 from __future__ import annotations
 

@@ -1,9 +1,12 @@
-"""ktopic export: write a topic branch back to patches/<topic>/."""
+"""ktopic export: write a topic branch back to patches/<topic>/.
+
+Takes a topic (by any of its names); gives its patch files, listed.
+"""
 
 from __future__ import annotations
 
 from ktopic.branches import export
-from ktopic.model import manifest
+from ktopic.model import branchspec, manifest
 from ktopic.model.workdir import Workdir
 
 
@@ -19,7 +22,7 @@ def run(args) -> int:
     with wd.lock():
         # Read under the lock: a run that held it may have changed it.
         m = manifest.load(args.manifest, workdir=args.workdir)
-        m.topic(args.topic)
+        args.topic = branchspec.resolve_one(m, args.topic, ("topic",)).name
         _, files = export.export(m, wd, args.topic)
     for f in files:
         print(f"patches/{args.topic}/{f}")

@@ -1,4 +1,8 @@
-"""ktopic generate: build the topic branches and the integration branch."""
+"""ktopic generate: build the topic branches and the integration branch.
+
+Takes branch names (topics, their branches, integration, for-next); gives
+the branches and a line per branch.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,8 @@ def register(sub) -> None:
     p = sub.add_parser("generate", help="generate topic branches from the manifest",
                        description=__doc__)
     p.add_argument("topics", nargs="*", metavar="TOPIC",
-                   help="only these topics (default: all, and the integration branch)")
+                   help="only these topics or branches, 'integration' too (default: all, and the "
+                        "integration branch)")
     p.add_argument("--force", action="store_true",
                    help="replace branches that hold commits ktopic did not make "
                         "(their old heads are kept under refs/ktopic/backup/)")
@@ -32,9 +37,11 @@ def run(args) -> int:
                               wd.path("rebase", "state.json"))
         # Read under the lock: an export that held it may have rewritten it.
         m = manifest.load(args.manifest, workdir=args.workdir)
-        for t in args.topics:
-            m.topic(t)
-        r = Generator(m, wd).run(args.topics or None, force=args.force)
+        specs = m.resolve(args.topics)
+        topics = [s.name for s in specs if s.kind == "topic"]
+        integration = not args.topics or any(s.kind == "integration" for s in specs)
+        r = Generator(m, wd).run(topics if args.topics else None, force=args.force,
+                                 integration=integration)
     for o in r.outcomes:
         if o.error:
             print(f"ktopic: {o.error}", file=sys.stderr)

@@ -1,4 +1,7 @@
-"""ktopic import-base: the packaged tarball becomes the base commit."""
+"""ktopic import-base: the packaged tarball becomes the base commit.
+
+Takes the manifest's tarball; gives refs/heads/base.
+"""
 
 from __future__ import annotations
 

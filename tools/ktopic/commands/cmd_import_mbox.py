@@ -1,10 +1,14 @@
-"""ktopic import-mbox: add a posted series (mbox or directory of mails) to a topic."""
+"""ktopic import-mbox: add a posted series (mbox or directory of mails) to a topic.
+
+Takes an mbox or a directory and a topic (by any of its names); gives the
+patch files written, listed.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ktopic.model import manifest
+from ktopic.model import branchspec, manifest
 from ktopic.branches import mbox
 from ktopic.model.workdir import Workdir
 
@@ -20,7 +24,7 @@ def run(args) -> int:
     # The lock: an export or another import may be rewriting the manifest.
     with Workdir(args.workdir).lock():
         m = manifest.load(args.manifest, workdir=args.workdir)
-        m.topic(args.topic)
+        args.topic = branchspec.resolve_one(m, args.topic, ("topic",)).name
         _, written = mbox.import_mbox(m, args.source, args.topic)
     for name in written:
         print(f"patches/{args.topic}/{name}")

@@ -4,6 +4,9 @@ Without --send the messages are written to out/mail/<branch>/v<N>/ (or
 --output DIR); with --send b4 sends them over the SMTP server git's
 sendemail.* configuration names.  The revision (and b4's change-id) is kept
 in mail/<topic>.yaml: commit it.  docs/mail.md has the whole workflow.
+
+Takes a topic or the integration branch (by any of their names); gives the
+series under out/mail/ (sent with --send).
 """
 
 from __future__ import annotations
@@ -34,8 +37,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     m = manifest.load(args.manifest, workdir=args.workdir)
-    args.name = mail.series_name(m, args.name)
-    m.check_series_name(args.name)
+    args.name = m.check_series_name(args.name)
     wd = Workdir(args.workdir)
     with wd.lock():
         r = mail.run(m, wd, args.name, output=args.output, send=args.send,

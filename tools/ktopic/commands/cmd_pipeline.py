@@ -1,5 +1,8 @@
 """ktopic pipeline: write (or --check) the GitLab CI pipeline generated
-from the manifest."""
+from the manifest.
+
+Takes the manifest; gives .gitlab-ci.yml (or, with --check, whether it is
+up to date)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """ktopic pull-request: a signed tag for the mailed revision of a topic (or
 the integration branch) and the text of `git request-pull` against the
-manifest's series.public-url, written to out/pull/<branch>-v<N>.txt."""
+manifest's series.public-url, written to out/pull/<branch>-v<N>.txt.
+
+Takes a topic or the integration branch; gives a signed tag and
+out/pull/<branch>-v<N>.txt."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import sys
 
 from ktopic.model import manifest
 from ktopic.model.workdir import Workdir
-from ktopic.send import mail, pullreq
+from ktopic.send import pullreq
 
 
 def register(sub) -> None:
@@ -23,8 +26,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     m = manifest.load(args.manifest, workdir=args.workdir)
-    args.name = mail.series_name(m, args.name)
-    m.check_series_name(args.name)
+    args.name = m.check_series_name(args.name)
     wd = Workdir(args.workdir)
     with wd.lock():
         r = pullreq.run(m, wd, args.name, retag=args.retag)

@@ -1,4 +1,8 @@
-"""ktopic range-diff: git range-diff of a topic between two base versions."""
+"""ktopic range-diff: git range-diff of a topic between two base versions.
+
+Takes a topic (by any of its names) and an old base's version; gives git
+range-diff's output.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import subprocess
 import sys
 
 from ktopic.branches.rangediff import ranges
-from ktopic.model import manifest
+from ktopic.model import branchspec, manifest
 from ktopic.model.workdir import Workdir
 from ktopic.plumbing.gitutil import Git
 
@@ -27,6 +31,7 @@ only the topic's own patches are compared.""")
 
 def run(args) -> int:
     m = manifest.load(args.manifest, workdir=args.workdir)
+    args.topic = branchspec.resolve_one(m, args.topic, ("topic",)).name
     git = Git(Workdir(args.workdir).git_dir)
     old, new = ranges(m, git, args.topic, args.old_base)
     counts = [int(git.run("rev-list", "--count", r).strip()) for r in (old, new)]

@@ -4,7 +4,10 @@ The new tarball is imported as a child of the current base; each topic is
 stacked again on it in dependency order.  Each patch gets one outcome:
 applied, 3-way (rewritten), upstream (moved to the manifest's upstream
 list with a check), or conflict (the topic stops in a worktree; resolve,
-`git add`, `ktopic rebase --continue`, or `ktopic rebase --abort`)."""
+`git add`, `ktopic rebase --continue`, or `ktopic rebase --abort`).
+
+Takes a newer tarball (or --continue/--abort); gives the rebased branches
+and a table of what happened."""
 
 from __future__ import annotations
 

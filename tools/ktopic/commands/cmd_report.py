@@ -1,5 +1,8 @@
 """ktopic report: re-render the terminal table, HTML and JUnit from a
-report.json."""
+report.json.
+
+Takes out/report.json; gives the terminal table, out/index.html and the
+JUnit files again."""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""ktopic status: where each topic branch stands against the manifest."""
+"""ktopic status: where each topic branch stands against the manifest.
+
+Takes the manifest and the work directory; gives a table of every branch's
+state.
+"""
 
 from __future__ import annotations
 
@@ -28,8 +32,8 @@ def rows(m: manifest.Manifest, wd: Workdir) -> list[dict]:
         base = None
     gen = Generator(m, wd) if base else None
     out = []
-    entries = [(n, m.topics[n]) for n in m.order] + [("integration", m.integration)]
-    for name, t in entries:
+    for t in m.resolve([]):
+        name = t.name
         head = git.ref(t.ref) if base else None
         expected, state = None, ""
         if other_base:
@@ -51,12 +55,9 @@ def rows(m: manifest.Manifest, wd: Workdir) -> list[dict]:
                 state = "behind the manifest"
             else:
                 state = "has commits ktopic did not make"
-        if name == "integration":
-            applied = sum(len(m.topics[n].patches) for n in t.topics)
-            up = sum(len(m.topics[n].upstream) for n in t.topics)
-            sup = sum(len(m.topics[n].superseded) for n in t.topics)
-        else:
-            applied, up, sup = len(t.patches), len(t.upstream), len(t.superseded)
+        applied = len(t.patches)
+        up = sum(len(m.topics[n].upstream) for n in t.topics)
+        sup = sum(len(m.topics[n].superseded) for n in t.topics)
         out.append(dict(topic=name, branch=t.branch, head=(head or "")[:12],
                         applied=applied, upstream=up, superseded=sup,
                         base=m.base.debian_version, state=state,

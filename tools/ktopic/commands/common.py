@@ -1,6 +1,9 @@
 """What the commands that build and boot share: the work directory and
 manifest from the global options, the run options from the command line,
-and the arguments that name branches."""
+and the arguments that name branches.
+
+Takes the parsers and arguments of build, boot and ci; gives their shared
+options and branch arguments."""
 
 from __future__ import annotations
 

@@ -13,12 +13,14 @@ start is not blamed on the topic.
 
 The walk leaves the build directory at the branch's head, so a later
 `ktopic ci` of the branch has nothing left to compile.
+
+Takes a topic's commits (a Plan) and the work directory; gives a
+CommitBuild per commit.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,8 +29,8 @@ from ktopic.kernel import build as buildmod
 from ktopic.model import results as R
 from ktopic.model.targets import targets_from_manifest
 from ktopic.errors import Failure
-
-INTEGRATION = "integration"
+from ktopic.model.branchspec import INTEGRATION
+from ktopic.plumbing.gitutil import Git
 
 
 @dataclass
@@ -118,10 +120,7 @@ def first_error(lines: list[str]) -> str:
 
 
 def _git(git_dir: Path, *args: str) -> str:
-    p = subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True)
-    if p.returncode:
-        raise Failure(f"git {' '.join(args)}: {p.stderr.strip()}")
-    return p.stdout
+    return Git(git_dir).run(*args)
 
 
 def plan(m, wd, topic: str) -> Plan:
@@ -159,8 +158,7 @@ def plan(m, wd, topic: str) -> Plan:
 
 
 def _exists(git_dir: Path, ref: str) -> bool:
-    return subprocess.run(["git", f"--git-dir={git_dir}", "rev-parse", "-q", "--verify", ref],
-                          capture_output=True).returncode == 0
+    return Git(git_dir).try_run("rev-parse", "-q", "--verify", ref).returncode == 0
 
 
 def _clean(lines: list[str], src: Path) -> list[str]:
@@ -175,8 +173,8 @@ def undefined_symbols(git_dir: Path, commit: str, names: list[str]) -> list[str]
     if not bare:
         return []
     pat = r"^[[:space:]]*(menu)?config[[:space:]]+(" + "|".join(bare) + r")[[:space:]]*$"
-    p = subprocess.run(["git", f"--git-dir={git_dir}", "grep", "-h", "-E", "-e", pat, commit,
-                        "--", "Kconfig*", "*/Kconfig*"], capture_output=True, text=True)
+    p = Git(git_dir).try_run("grep", "-h", "-E", "-e", pat, commit,
+                             "--", "Kconfig*", "*/Kconfig*")
     found = {ln.split()[-1] for ln in p.stdout.splitlines() if ln.strip()}
     return [f"CONFIG_{n}" for n in bare if n not in found]
 
@@ -207,7 +205,6 @@ def build_commit(p: Plan, wd, commit: str, parent: str | None, jobs: int = 0,
     Before the head, such values (options no Kconfig file of the commit
     defines) are left out and the commit is built again without them (a
     note says which); every other value must still stick."""
-    root = Path(wd.root)
     t0 = time.monotonic()
     res = _build(p, wd, commit, parent, p.fragments, jobs, progress)
     if isinstance(res, CommitBuild):
@@ -219,13 +216,13 @@ def build_commit(p: Plan, wd, commit: str, parent: str | None, jobs: int = 0,
         if absent:
             notes.append(f"not defined at this commit, left out: {', '.join(absent)}")
             frags = without_symbols(p.fragments, absent,
-                                    root / "cache" / "check" / "gates" / "fragments" / p.build_name)
+                                    wd.gate_cache / "fragments" / p.build_name)
             res = _build(p, wd, commit, parent, frags, jobs, progress)
             if isinstance(res, CommitBuild):
                 res.notes = notes
                 return res
     return CommitBuild(commit, "", res.ok, time.monotonic() - t0, res.error,
-                       _clean(res.details, root / "src"), notes)
+                       _clean(res.details, wd.src), notes)
 
 
 def _build(p: Plan, wd, commit: str, parent: str | None, fragments: list[Path], jobs: int,
@@ -235,7 +232,7 @@ def _build(p: Plan, wd, commit: str, parent: str | None, fragments: list[Path], 
     t0 = time.monotonic()
     req = buildmod.BuildRequest(name=p.build_name, commit=commit, base=parent,
                                 fragments=fragments, jobs=jobs, progress=progress,
-                                seed=root / "build" / buildmod.build_dir_name("base"))
+                                seed=wd.build_dir(buildmod.build_dir_name("base")))
     try:
         return buildmod.build(root, Path(wd.git_dir), req)
     except Failure as e:

@@ -16,6 +16,9 @@ Verdicts:
   defaults (which are strict by themselves under net/), unless --strict;
 - hygiene problems fail; SUBJECT_PREFIX and LEFTOVER take waivers too;
   RECIPIENT problems are excused by topics.<t>.recipients-waived.
+
+Takes the manifest, the work directory and branch names; gives a
+TopicVerdict per topic (and out/<branch>/check.log).
 """
 
 from __future__ import annotations
@@ -37,9 +40,8 @@ from ktopic.gates.gatecache import GateCache
 from ktopic.model import results as R
 from ktopic.model.results import branch_dir
 from ktopic.plumbing.patchfile import parse
-from ktopic.errors import KtopicError
-
-INTEGRATION = "integration"
+from ktopic.model.branchspec import INTEGRATION
+from ktopic.fileio import write_atomic
 
 
 @dataclass
@@ -143,10 +145,7 @@ def tool_versions(cache: Path, tree: cp.ScriptsTree, checker: cp.Checker) -> dic
             versions[name] = _first_line(*cmd) if exe else "not installed"
         if versions.get("codespell", "").replace(".", "").isdigit():
             versions["codespell"] = "codespell " + versions["codespell"]
-        cache.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"stamp": stamp, "versions": versions}))
-        tmp.replace(path)
+        write_atomic(path, json.dumps({"stamp": stamp, "versions": versions}))
     out = {"checkpatch": f"scripts/checkpatch.pl of base tree {tree.tree_id}"}
     out.update(versions)
     out["codespell"] = (f"{versions.get('codespell')} ({checker.dictionary}, without the "
@@ -156,16 +155,18 @@ def tool_versions(cache: Path, tree: cp.ScriptsTree, checker: cp.Checker) -> dic
 
 # ------------------------------------------------------------------ gates
 
+def _spec(m, name: str):
+    return m.resolve([name])[0]
+
+
 def _topic_patches(m, name: str):
     """(topic, Patch) pairs a name stands for: a topic's own, or every
     topic's for the integration branch."""
-    if name == INTEGRATION:
-        return [(t, p) for t in m.integration.topics for p in m.topics[t].patches]
-    return [(name, p) for p in m.topics[name].patches]
+    return _spec(m, name).patches
 
 
 def _branch_of(m, name: str) -> str:
-    return m.integration.branch if name == INTEGRATION else m.topics[name].branch
+    return _spec(m, name).branch
 
 
 def resolve_names(m, names: list[str]) -> list[str]:
@@ -173,17 +174,7 @@ def resolve_names(m, names: list[str]) -> list[str]:
     manifest order; every topic when none are given."""
     if not names:
         return list(m.order)
-    out = []
-    for n in names:
-        hit = [t for t, tp in m.topics.items() if n in (t, tp.branch)]
-        if n in (INTEGRATION, m.integration.branch):
-            hit = [INTEGRATION]
-        if not hit:
-            raise KtopicError(f"no topic or branch {n!r} (topics: {', '.join(m.topics)}, "
-                              f"{INTEGRATION})")
-        out += [h for h in hit if h not in out]
-    order = list(m.order) + [INTEGRATION]
-    return sorted(out, key=order.index)
+    return [s.name for s in m.resolve(names)]
 
 
 def _apply_waivers(pv: PatchVerdict, waivers) -> None:
@@ -209,7 +200,7 @@ def check_topics(m, wd, names: list[str], opts: Options | None = None,
     opts = opts or Options()
     t0 = time.monotonic()
     names = resolve_names(m, names)
-    cache = Path(wd.root) / "cache" / "check"
+    cache = wd.check_cache
     tree = cp.ScriptsTree.from_git(Path(wd.git_dir), m.base.ref, cache)
     checker = cp.Checker(tree, cache, codespell=opts.codespell)
     versions = tool_versions(cache, tree, checker)
@@ -431,10 +422,7 @@ def check_branch(manifest, workdir, topic: str, out_dir: Path | None = None,
     log = ""
     if out_dir is not None:
         d = Path(out_dir) / branch_dir(tv.branch)
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".check.log.{os.getpid()}"
-        tmp.write_text("\n".join(lines) + "\n")
-        tmp.replace(d / "check.log")
+        write_atomic(d / "check.log", "\n".join(lines) + "\n")
         log = str((d / "check.log").relative_to(out_dir))
     all_cached = bool(tv.patches) and all(p.cached for p in tv.patches) and \
         (tv.bisect is None or tv.bisect.cached) and (tv.warnings is None or tv.warnings.cached)

@@ -20,6 +20,9 @@ options, the codespell dictionary, this module's format version) in
 ``<workdir>/cache/check/checkpatch/``; get_maintainer.pl answers likewise
 under ``maintainers/``.  The patch is fed on standard input, so its file
 name never changes the output.
+
+Takes the base tree and patch files; gives checkpatch's Messages and
+get_maintainer's recipients, cached by content.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ktopic.errors import Failure
+from ktopic.plumbing import gitutil
+from ktopic.plumbing.gitutil import Git
+from ktopic.fileio import write_atomic
 
 # Version of the parsed format and of the way checkpatch is invoked: part of
 # every cache key, so a change here never reuses an old verdict.
@@ -148,16 +154,15 @@ class ScriptsTree:
     @classmethod
     def from_git(cls, git_dir: Path, rev: str, cache: Path) -> "ScriptsTree":
         """Extract (once) the files the scripts read from rev's tree."""
-        git = ["git", f"--git-dir={git_dir}"]
-        p = subprocess.run([*git, "rev-parse", f"{rev}^{{tree}}"], capture_output=True, text=True)
+        git = Git(git_dir)
+        p = git.try_run("rev-parse", f"{rev}^{{tree}}")
         if p.returncode:
             raise Failure(f"no {rev} in {git_dir}: run `ktopic import-base` first")
         tree = p.stdout.strip()
         path = Path(cache) / f"tree-{tree}"
         if (path / ".complete").exists():
             return cls(path, tree)
-        present = subprocess.run([*git, "ls-tree", "--name-only", tree, "--", *TREE_FILES],
-                                 capture_output=True, text=True).stdout.split()
+        present = git.try_run("ls-tree", "--name-only", tree, "--", *TREE_FILES).stdout.split()
         if "scripts/checkpatch.pl" not in present:
             raise Failure(f"the base tree {tree[:12]} has no scripts/checkpatch.pl")
         Path(cache).mkdir(parents=True, exist_ok=True)
@@ -165,9 +170,9 @@ class ScriptsTree:
         try:
             # The commit, not the tree: files then carry the commit's time,
             # which names checkpatch's CamelCase cache.
-            arch = subprocess.Popen([*git, "archive", "--format=tar", f"{rev}^{{commit}}", "--",
+            arch = subprocess.Popen(["git", "archive", "--format=tar", f"{rev}^{{commit}}", "--",
                                      *present],
-                                    stdout=subprocess.PIPE)
+                                    stdout=subprocess.PIPE, env=git._env(None))
             x = subprocess.run(["tar", "-x", "-C", str(tmp)], stdin=arch.stdout,
                                capture_output=True)
             arch.stdout.close()
@@ -216,7 +221,7 @@ class ScriptsTree:
 
     def blob_id(self, rel: str) -> str:
         p = subprocess.run(["git", "hash-object", str(self.path / rel)], capture_output=True,
-                           text=True)
+                           text=True, env=gitutil.env())
         return p.stdout.strip()
 
 
@@ -257,9 +262,7 @@ def kernel_dictionary(tree: ScriptsTree, dictionary: Path) -> Path:
         word = line.split(b"->", 1)[0].strip().lower()
         if word not in names:
             kept.append(line)
-    tmp = out.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(b"".join(kept))
-    tmp.replace(out)
+    write_atomic(out, b"".join(kept))
     return out
 
 
@@ -281,11 +284,7 @@ class Checker:
             return None
 
     def _store(self, kind: str, key: str, value) -> None:
-        d = self.cache / kind
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".{key}.{os.getpid()}.{id(value)}.tmp"
-        tmp.write_text(json.dumps(value, indent=1))
-        tmp.replace(d / f"{key}.json")
+        write_atomic(self.cache / kind / f"{key}.json", json.dumps(value, indent=1))
 
     def _key(self, *parts: str) -> str:
         return hashlib.sha256("\0".join((FORMAT, self.tree.tree_id, self._dict_hash, *parts))

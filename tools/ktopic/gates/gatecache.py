@@ -21,6 +21,9 @@ being worked on, so it is walked again on the next run.
 
 The toolchain's versions are remembered by the programs' (path, size,
 mtime) in ``gates/toolchain.json``, so a cached run starts no compiler.
+
+Takes a topic's Plan and the run's inputs; gives the verdict remembered for
+them, or a place to remember a new one.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from pathlib import Path
 from ktopic.gates import bisectable as bs
 from ktopic.gates import new_warnings as wn
 from ktopic.kernel import kconfig
+from ktopic.fileio import write_atomic
 
 # Version of the stored format: part of every key.
 FORMAT = "1"
@@ -46,7 +50,7 @@ RULE_FILES = ("gates/bisectable.py", "gates/new_warnings.py", "kernel/build.py",
 
 
 def cache_dir(wd) -> Path:
-    return Path(wd.root) / "cache" / "check" / "gates"
+    return wd.gate_cache
 
 
 def _first_line(cmd: tuple[str, ...]) -> str:
@@ -102,10 +106,7 @@ def key(parts: dict) -> str:
 
 
 def _write(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
 class GateCache:

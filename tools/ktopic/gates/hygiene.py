@@ -17,6 +17,9 @@ Per topic:
   RECIPIENT          get_maintainer.pl (run on each patch, in the base tree)
                      names an address that the topic's to/cc lack and that
                      topics.<t>.recipients-waived does not excuse
+
+Takes a parsed patch (and a topic's recipients); gives the Problems a
+maintainer would point out.
 """
 
 from __future__ import annotations

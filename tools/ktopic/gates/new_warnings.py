@@ -17,6 +17,9 @@ failed (build.py fails changed code that was never compiled).
 
 The next normal build of the directory recompiles those objects with the
 normal flags (ccache has them).
+
+Takes a topic's Plan and the work directory; gives the warnings its head
+adds over its start.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from ktopic.gates.bisectable import build_commit
 from ktopic.kernel import build as buildmod
 from ktopic.kernel import kconfig
 from ktopic.model import results as R
+from ktopic.plumbing.gitutil import Git
 
 _DIAG = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)?\s+"
                    r"(?P<kind>warning|error):\s+(?P<msg>.*)$")
@@ -166,14 +170,14 @@ def collect(plan, wd, at: str, jobs: int = 0, log=None) -> Collected:
     files = buildmod.changed_c_files(git_dir, plan.start, plan.head) if plan.start != plan.head \
         else []
     if at == "start":
-        files = [f for f in files if subprocess.run(
-            ["git", f"--git-dir={git_dir}", "cat-file", "-e", f"{commit}:{f}"],
-            capture_output=True).returncode == 0]
+        git = Git(git_dir)
+        files = [f for f in files
+                 if git.try_run("cat-file", "-e", f"{commit}:{f}").returncode == 0]
     col = Collected(at, commit, files)
     if not files:
         return col
-    out = root / "build" / plan.build_name
-    wt = buildmod.Worktree(git_dir, root / "src")
+    out = wd.build_dir(plan.build_name)
+    wt = buildmod.Worktree(git_dir, wd.src)
     env = buildmod.make_env(root)
     if not (out / ".config").is_file():
         # A directory never built: build the commit first (seeded from the

@@ -13,6 +13,9 @@
 - QEMU runs in its own process group, which is killed on every way out
   (normal end, time-out, exception, SIGINT/SIGTERM, interpreter exit).
 - The serial console is written to the given console.log as it arrives.
+
+Takes a BootRequest (kernel, initramfs, accelerator, time-outs); gives a
+BootResult (console log, how it ended).
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ A build fails when the kernel or a module does not compile, when a config
 value did not stick, or when a .c file the branch changes (against its base)
 produced no up-to-date .o: changed code that was never compiled is not a
 pass.
+
+Takes a BuildRequest (commit, fragments, build directory); gives a
+BuildResult (kernel image, modules, errors).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 
 from ktopic.kernel import kconfig
 from ktopic.errors import Failure
+from ktopic.plumbing.gitutil import Git
 
 # Pinned so that objects are reproducible and ccache hits across builds.
 BUILD_ENV = {
@@ -47,11 +51,7 @@ _NOT_KBUILD = ("tools/", "Documentation/")
 
 
 def git(git_dir: Path, *args: str, cwd: Path | None = None) -> str:
-    p = subprocess.run(["git", f"--git-dir={git_dir}", *args], cwd=cwd,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if p.returncode:
-        raise Failure(f"git {' '.join(args)}: {p.stderr.strip()}")
-    return p.stdout
+    return Git(git_dir).run(*args, cwd=cwd)
 
 
 def tree_of(git_dir: Path, rev: str) -> str:

@@ -11,6 +11,9 @@ A "[ cut here ]" block (WARN, BUG) is one finding whose kind comes from the
 most specific line inside it: refcount_t and list corruption checks, and
 lockdep's DEBUG_LOCKS_WARN_ON, report through WARN.  Findings whose message
 matches an entry of qemu/allowlist.yaml are dropped (every entry says why).
+
+Takes a console log and the allowlist; gives the Findings (bug reports) in
+it.
 """
 
 from __future__ import annotations

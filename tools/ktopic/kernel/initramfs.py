@@ -14,18 +14,21 @@ owner root, inode numbers in order, so the same inputs give the same bytes.
 Static binaries are cached under the hash of their source and the compiler;
 the archive under the hash of its entries.  Uncompressed (the kernel unpacks
 a plain cpio; compression would only cost time under TCG).
+
+Takes an InitramfsRequest (init source, modules, programs); gives an
+InitramfsResult (a cached cpio and its hash).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ktopic.errors import Failure
+from ktopic.fileio import write_atomic
 
 CFLAGS = ["-static", "-O2", "-Wall"]
 
@@ -141,8 +144,5 @@ def build_initramfs(req: InitramfsRequest) -> InitramfsResult:
     digest = hashlib.sha256(data).hexdigest()
     out = req.cache / "initramfs" / f"{digest[:20]}.cpio"
     if not out.is_file():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        tmp.replace(out)
+        write_atomic(out, data)
     return InitramfsResult(path=out, sha256=digest, entries=["/" + e.name for e in ents])

@@ -12,6 +12,9 @@ not met, so afterwards every requested value is checked against the final
 The config hash that result caches are keyed on is a hash of the fragment
 contents (known before anything is built); the hash of the final .config is
 reported too.
+
+Takes a ConfigRequest (source, fragments); gives a ConfigResult (the
+.config, values that did not stick).
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ kunit.py-style logs) is parsed as one document.
 Results: SuiteResult/CaseResult per suite and case; checks add findings for
 an expected suite that did not run, an expected program that printed no
 KTAP, and every failed or crashed case.
+
+Takes a console log and the branch's kunit_parser; gives SuiteResults per
+segment.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from __future__ import annotations
 import importlib.util
 import io
 import re
-import subprocess
 import sys
 import tarfile
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from ktopic.kernel.console_scan import clean_lines
 from ktopic.errors import Failure
+from ktopic.plumbing.gitutil import Git
 from ktopic.model.results import CRASH, FAIL, PASS, SKIP, CaseResult, Finding, SuiteResult
 
 _MARK = re.compile(r"^ktopic-init: (start|insmod (\S+)|run (\S+)|done)$")
@@ -71,11 +74,7 @@ def load_parser(kunit_dir: Path):
 def parser_dir(git_dir: Path, rev: str, cache: Path) -> Path:
     """tools/testing/kunit of a commit in the work repo, extracted once per version."""
     def git(*args: str, text=True):
-        p = subprocess.run(["git", f"--git-dir={git_dir}", *args], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=text)
-        if p.returncode:
-            raise Failure(f"git {args[0]}: {p.stderr.strip() if text else p.stderr.decode()}")
-        return p.stdout
+        return Git(git_dir).run(*args, binary=not text)
     tree = git("rev-parse", f"{rev}:tools/testing/kunit").strip()
     out = cache / "kunit" / tree[:16]
     if (out / "kunit_parser.py").is_file():

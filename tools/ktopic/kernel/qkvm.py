@@ -10,6 +10,8 @@ cannot tell, and KVM is not used).
 
 The answer is cached in <workdir>/kvm-probe.json, keyed by the host kernel,
 the QEMU version and /dev/kvm, so it is measured once per machine.
+
+Takes the work directory; gives a ProbeResult (kvm or tcg, why), cached.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from ktopic.fileio import write_atomic
 
 QEMU = "qemu-system-x86_64"
 
@@ -117,9 +121,7 @@ def probe(workdir_root: Path, timeout: float = 5.0, refresh: bool = False) -> Pr
             res = ProbeResult("kvm", True, f"KVM works: {why}", secs, key)
         else:
             res = ProbeResult("tcg", False, f"KVM does not work: {why}", secs, key)
-    tmp = cache.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(res), indent=2) + "\n")
-    tmp.replace(cache)
+    write_atomic(cache, json.dumps(asdict(res), indent=2) + "\n")
     return res
 
 

@@ -2,6 +2,9 @@
 cannot say), and present as typed objects.
 
 Every complaint is a KtopicError naming branches.yaml:line.
+
+Takes branches.yaml (and the files it names); gives a Manifest, or a
+KtopicError at its line.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from ktopic.model import yamlpos
+from ktopic.model import branchspec, yamlpos
 from ktopic.errors import KtopicError
 from ktopic.model.workdir import default_root
 
@@ -156,10 +159,18 @@ class Manifest:
             raise KtopicError(f"no topic {name!r} (topics: {', '.join(self.topics)})")
         return self.topics[name]
 
-    def check_series_name(self, name: str) -> None:
-        """A series mail and pull-request take: a topic, or "integration"."""
-        if name != "integration":
-            self.topic(name)
+    def check_series_name(self, name: str) -> str:
+        """A series mail and pull-request take: a topic, or "integration"
+        (by any of its names); gives the topic name or "integration"."""
+        return branchspec.resolve_one(self, name, ("topic", "integration")).name
+
+    def branches(self) -> list[branchspec.BranchSpec]:
+        """The base, every topic in dependency order, the integration branch."""
+        return branchspec.branches(self)
+
+    def resolve(self, names: list[str], base: bool = False) -> list[branchspec.BranchSpec]:
+        """The branches a user's names stand for (branchspec.resolve)."""
+        return branchspec.resolve(self, names, base)
 
     def closure(self, name: str) -> list[str]:
         """The topic's dependencies, transitively, in manifest order (not itself)."""

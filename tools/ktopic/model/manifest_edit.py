@@ -1,6 +1,9 @@
 """Rewrite one topic's `patches:` list in branches.yaml, keeping the rest
 of the file (comments, layout) as it is.  The edited text is loaded and
-validated before it replaces the file, and the replacement is atomic."""
+validated before it replaces the file, and the replacement is atomic.
+
+Takes a Manifest, a topic and its new patch list; gives the rewritten,
+reloaded Manifest."""
 
 from __future__ import annotations
 

@@ -5,6 +5,9 @@ the outcome of each stage (generate, check, build, boot, test), the KUnit /
 KTAP results per suite and case, and the findings a console scan made
 (panics, lockdep reports, ...).  Everything is plain data so that it can be
 cached as JSON, rendered (terminal, HTML, JUnit) and compared.
+
+Takes what the stages found; gives the Report, BranchResult ... dataclasses
+and their JSON.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ktopic.fileio import write_atomic
 
 # Stage and case status values.
 PASS, FAIL, SKIP, CACHED, CRASH = "pass", "fail", "skip", "cached", "crash"
@@ -126,10 +131,7 @@ class Report:
         return report_from_dict(json.loads(text))
 
     def write(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(self.to_json())
-        tmp.replace(path)
+        write_atomic(path, self.to_json())
 
 
 def branch_from_dict(d: dict) -> BranchResult:

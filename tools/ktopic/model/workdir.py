@@ -3,7 +3,12 @@ it live here, outside the checkout (kernel trees do not belong in it).
 
     <root>/linux.git     bare repository: base imports, topic branches
     <root>/lock          flock(2) file that serialises ktopic runs
-    <root>/ccache, build/, results/ ... used by the build and boot stages
+    <root>/stack-cache.json, index-cache/   generation's caches
+    <root>/cache/, src/, build/, results/    the gates', build and boot stages'
+    <root>/rebase/, mail-worktrees/          a rebase in progress, b4's worktrees
+
+Takes a root (or $KTOPIC_WORKDIR, or ~/.cache/ktopic); gives Workdir,
+whose properties name every one of these places, and its lock.
 """
 
 from __future__ import annotations
@@ -43,6 +48,55 @@ class Workdir:
 
     def path(self, *parts: str) -> Path:
         return self.root.joinpath(*parts)
+
+    # Every place of the layout, named once.
+    @property
+    def stack_cache(self) -> Path:
+        """(parent commit, patch SHA-256) -> commit made (plumbing/stack.py)."""
+        return self.root / "stack-cache.json"
+
+    @property
+    def index_cache(self) -> Path:
+        """Full index files of start trees, by tree id (plumbing/stack.py)."""
+        return self.root / "index-cache"
+
+    @property
+    def cache(self) -> Path:
+        """Content-keyed caches: kunit parsers, initramfs, check results."""
+        return self.root / "cache"
+
+    @property
+    def check_cache(self) -> Path:
+        """checkpatch's extracted scripts and its per-patch results."""
+        return self.cache / "check"
+
+    @property
+    def gate_cache(self) -> Path:
+        """The bisect and warnings gates' verdicts (gates/gatecache.py)."""
+        return self.check_cache / "gates"
+
+    @property
+    def src(self) -> Path:
+        """The one worktree builds compile from."""
+        return self.root / "src"
+
+    def build_dir(self, name: str) -> Path:
+        """A build's output directory (kernel/build.py names it)."""
+        return self.root / "build" / name
+
+    @property
+    def results(self) -> Path:
+        """Cached branch results, by tree and key (runner/)."""
+        return self.root / "results"
+
+    @property
+    def rebase_state(self) -> Path:
+        """A `ktopic rebase` in progress."""
+        return self.root / "rebase"
+
+    def mail_worktree(self, label: str) -> Path:
+        """The sparse worktree b4 prepares a series in."""
+        return self.root / "mail-worktrees" / label
 
     @contextlib.contextmanager
     def lock(self, wait: bool = True):

@@ -4,6 +4,8 @@ Mappings load as LineDict and sequences as LineList; both know the line
 they start on and the line of each key or item, so that a complaint about
 any value can name file:line.  Duplicate keys are an error (PyYAML would
 silently keep the last one, which is how a duplicated topic would vanish).
+
+Takes YAML text; gives the data and the line of every key and item.
 """
 
 from __future__ import annotations

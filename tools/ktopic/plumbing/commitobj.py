@@ -9,6 +9,9 @@ case (an RFC 2822 date as git format-patch writes it, a name and an email
 with nothing to strip, a UTF-8 message) the result is computed here, so a
 commit costs no process; for anything else commit_bytes() returns None and
 the caller runs `git commit-tree`.
+
+Takes a tree, a parent and a patch's identity, date and message; gives the
+commit object's bytes, or None.
 """
 
 from __future__ import annotations

@@ -1,4 +1,13 @@
-"""A thin wrapper over git plumbing, with errors that say what failed."""
+"""A thin wrapper over git plumbing, with errors that say what failed.
+
+Takes a git directory (and optionally a work tree); gives Git, whose
+run()/try_run() start every git process of the tool with one environment,
+and env() for the processes that stream (cat-file, fast-import, mailinfo).
+That environment leaves out the user's and the system's git configuration
+(GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_NOSYSTEM=1), so what git writes
+depends on the inputs only; Git(..., user_config=True) keeps them, for
+the commands that act as the user (mail, pull requests).
+"""
 
 from __future__ import annotations
 
@@ -24,23 +33,36 @@ class GitError(Failure):
         super().__init__(f"git {' '.join(args)}: {stderr.strip() or f'exit {returncode}'}")
 
 
-class Git:
-    def __init__(self, git_dir: Path | str, work_tree: Path | str | None = None):
-        self.git_dir = Path(git_dir)
-        self.work_tree = Path(work_tree) if work_tree else None
-
-    def _env(self, env: dict | None) -> dict:
-        e = dict(os.environ)
-        e["GIT_DIR"] = str(self.git_dir)
-        if self.work_tree:
-            e["GIT_WORK_TREE"] = str(self.work_tree)
+def env(extra: dict | None = None, user_config: bool = False) -> dict:
+    """The environment of a git process: ours, in the C locale, without the
+    user's and the system's configuration unless user_config."""
+    e = dict(os.environ)
+    if user_config:
+        e.setdefault("GIT_CONFIG_NOSYSTEM", "1")
+    else:
         # Neither the user's nor the system's configuration changes what the
         # tool writes: hashes must not depend on the machine.
-        e.setdefault("GIT_CONFIG_NOSYSTEM", "1")
-        e["LC_ALL"] = "C"
-        if env:
-            e.update(env)
-        return e
+        e["GIT_CONFIG_GLOBAL"] = os.devnull
+        e["GIT_CONFIG_NOSYSTEM"] = "1"
+    e["LC_ALL"] = "C"
+    if extra:
+        e.update(extra)
+    return e
+
+
+class Git:
+    def __init__(self, git_dir: Path | str, work_tree: Path | str | None = None,
+                 user_config: bool = False):
+        self.git_dir = Path(git_dir)
+        self.work_tree = Path(work_tree) if work_tree else None
+        self.user_config = user_config
+
+    def _env(self, extra: dict | None) -> dict:
+        e = {"GIT_DIR": str(self.git_dir)}
+        if self.work_tree:
+            e["GIT_WORK_TREE"] = str(self.work_tree)
+        e.update(extra or {})
+        return env(e, self.user_config)
 
     def run(self, *args: str, input: str | bytes | None = None,
             env: dict | None = None, check: bool = True,

@@ -11,6 +11,9 @@ fuzz, a binary or copied file, quoted names, carriage returns, a mode git
 would canonicalise, a line it would warn about) raises Unusual: the caller
 then runs `git apply`, which gives the same result, or the error the user
 is shown.
+
+Takes a patch's bytes and a file's bytes; gives the patched file, or
+Unusual.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ pack instead of 80,000 loose objects.  Every file goes in whatever Debian's
 the tarball byte for byte.  The commit is deterministic: identity, date and
 message depend only on the manifest and the tarball, so two machines get
 the same base commit id.
+
+Takes the manifest's tarball and the work directory; gives refs/heads/base
+and refs/ktopic/bases/<version>.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ def init_repo(wd: Workdir) -> Git:
     wd.ensure()
     git = Git(wd.git_dir)
     if not (wd.git_dir / "HEAD").exists():
-        subprocess.run(["git", "init", "-q", "--bare", str(wd.git_dir)], check=True)
+        git.run("init", "-q", "--bare")
         for k, v in (("core.logAllRefUpdates", "always"),   # reflogs: nothing is lost
                      ("gc.auto", "0"),                      # no surprise repacks mid-run
                      ("rerere.enabled", "true")):

@@ -9,6 +9,9 @@ files in a private temporary directory, without filters: the bytes given
 are the bytes stored).  Git stays the only writer of the repository.
 Each process starts when first needed; close() (or the store being
 collected, or the interpreter exiting) ends them.
+
+Takes object names or contents; gives contents or object ids, through cat-
+file and hash-object processes kept for the run.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 The mail is parsed by git mailinfo, as git am does, so a patch file gives
 the commit that git am would make.
+
+Takes a patch file; gives a PatchFile (author, date, message, diff, hunks).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ktopic.errors import KtopicError
+from ktopic.plumbing import gitutil
 
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -91,7 +94,8 @@ class Mailinfo:
         try:
             with open(path, "rb") as f:
                 self.p = subprocess.Popen(["git", "mailinfo", "-u", str(self.msg), str(self.patch)],
-                                          stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                          stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          env=gitutil.env())
         except BaseException:
             self.tmp.cleanup()
             raise

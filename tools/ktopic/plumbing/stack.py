@@ -10,6 +10,9 @@ here (commitobj.py), else by `git commit-tree`.  What was made is
 remembered by content (parent commit + patch file hash -> commit) in the
 work directory, so an unchanged series is "applied" without running git
 at all.
+
+Takes a commit and patch files; gives the commit of each patch on the one
+before (or an ApplyError), through the stack cache.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ktopic.plumbing.fastapply import Applied, FastApply, NotSimple
 from ktopic.plumbing.gitutil import Git
 from ktopic.plumbing.objstore import ObjectStore
 from ktopic.plumbing.patchfile import PatchFile
+from ktopic.fileio import write_atomic
 
 # git configuration that changes what git apply or git commit-tree does
 SETTINGS = ("apply.ignorewhitespace", "commit.gpgsign", "i18n.commitencoding")
@@ -64,9 +68,7 @@ class StackCache:
     def save(self) -> None:
         if not self.dirty:
             return
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.map, indent=0, sort_keys=True))
-        tmp.replace(self.path)
+        write_atomic(self.path, json.dumps(self.map, indent=0, sort_keys=True))
         self.dirty = False
 
 

@@ -1,1 +1,4 @@
-"""What a run produced, written for people and machines: JSON, JUnit, HTML, the terminal, and the GitLab pipeline file."""
+"""What a run produced, written for people and machines: JSON, JUnit, HTML, the terminal, and the GitLab pipeline file.
+
+Takes a results.Report; gives files and terminal output.
+"""

@@ -15,6 +15,8 @@ object itself, so an old cache is never wrong, only colder.
 
 The output is deterministic: the same manifest gives the same bytes, so the
 generated file can be committed and checked with ``--check``.
+
+Takes the manifest; gives the GitLab CI pipeline's YAML text.
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ they are mapped to one safe path component.  Logs named by a StageResult are
 paths relative to ``out/`` and are linked as such.
 
 ``ktopic report`` re-renders all of this from an existing out/report.json.
+
+Takes a results.Report; gives out/report.json, JUnit files, out/index.html
+and the terminal table.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ktopic.model import results as R
 from ktopic.model.results import CACHED, CRASH, FAIL, PASS, SKIP, STAGES, branch_dir
 
 from ktopic.errors import KtopicError
+from ktopic.fileio import write_atomic
 
 DEFAULT_OUT = Path("out")
 REPORT_NAME = "report.json"
@@ -76,21 +80,6 @@ def clean(text: str) -> str:
     """Make text safe for XML/HTML: control characters become \\xNN."""
     return _BAD_CHARS.sub(lambda m: "\\x%02x" % ord(m.group()) if ord(m.group()) < 0x100
                           else "\ufffd", str(text))
-
-
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write a file so that readers see the old or the new one, never half."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    if isinstance(data, str):
-        data = data.encode("utf-8", "replace")
-    try:
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def stage_names(report: R.Report) -> list[str]:

@@ -1,5 +1,7 @@
 """How a run builds and boots: the options `ktopic build`, `boot` and
-`ci` share, handed from the command line to the runner."""
+`ci` share, handed from the command line to the runner.
+
+Takes the command line's choices; gives the Options a run reads."""
 
 from __future__ import annotations
 

@@ -49,6 +49,7 @@ from ktopic.report import report as rep
 from ktopic.runner.cachekeys import compute_keys
 from ktopic.runner import expect as expect_mod
 from ktopic.runner.options import Options
+from ktopic.fileio import write_atomic
 
 CI_STAGES = ("generate", "check", "build", "boot", "test", "expect")
 # Findings that make the boot stage fail (the rest belong to the test stage).
@@ -432,9 +433,7 @@ class Runner:
         for name in OUTPUTS + tuple(f"expect-{e.name}.log" for e in t.expect):
             if (d / name).is_file():
                 shutil.copyfile(d / name, p / name)
-        tmp = p / "result.json.tmp"
-        tmp.write_text(json.dumps(dataclasses.asdict(br), indent=1))
-        tmp.replace(p / "result.json")
+        write_atomic(p / "result.json", json.dumps(dataclasses.asdict(br), indent=1))
 
     def _cache_load(self, t: Target) -> R.BranchResult | None:
         p = self._cache_path(t)

@@ -7,6 +7,9 @@ would name a local import commit), what the series depends on, what the
 base already carries and what was superseded or dropped (with the
 evidence), the CI results of the very tree being mailed, and from v2 on a
 changelog and the range-diff against the previous revision.
+
+Takes a CoverInput (series, branch, carried patches, CI results); gives the
+cover letter's text.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ then writes the messages (``-o``) or sends them over SMTP.
 
 Everything that can be wrong with the input is checked before the worktree
 is made, so a bad input writes and sends nothing.
+
+Takes the manifest, the work directory and a topic or integration; gives
+the series b4 wrote (and sent) and its new revision.
 """
 
 from __future__ import annotations
@@ -72,20 +75,6 @@ class Target:
     topics: list[str]            # topics whose patches the series carries
     depends: list[str]           # topics the series applies on (not mailed)
     carried: list[Carried] = field(default_factory=list)
-
-
-def series_name(m: Manifest, name: str) -> str:
-    """The topic (or "integration") a series name means: a branch name
-    (for-next, topic/fs) is taken for its topic."""
-    if name != "integration" and name not in m.topics:
-        if name == m.integration.branch:
-            return "integration"
-        for tn, t in m.topics.items():
-            if name == t.branch:
-                return tn
-        raise KtopicError(f"no topic {name!r}: name a topic ({', '.join(m.topics)}), "
-                          f"`integration` ({m.integration.branch}), or one of their branches")
-    return name
 
 
 def line_of(m: Manifest, *keys) -> int | None:
@@ -272,7 +261,7 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     if not (wd.git_dir / "HEAD").exists():
         raise KtopicError(f"no work repository at {wd.git_dir}: run `ktopic import-base` and "
                           f"`ktopic generate` first")
-    git = Git(wd.git_dir)
+    git = Git(wd.git_dir, user_config=True)
     head = git.rev_parse(t.ref)
     if not head:
         raise KtopicError(f"branch {t.branch} does not exist in the work repository: run "
@@ -419,7 +408,7 @@ class Worktree:
 
     def __init__(self, wd: Workdir, git: Git, label: str):
         self.git = git
-        self.path = wd.path("mail-worktrees", label)
+        self.path = wd.mail_worktree(label)
         self.branch = f"b4/{label}"
 
     def remove(self) -> None:

@@ -6,6 +6,8 @@ branch must still be at that head.  An annotated tag
 when one is configured); its message carries the per-topic summary, the
 base and the last CI results, and `git request-pull` against
 series.public-url turns it into the text to send.
+
+Takes a mailed revision of a branch; gives a tag and the request-pull text.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ktopic.plumbing.gitutil import Git
 from ktopic.send.mail import line_of, sender, target
 from ktopic.model.manifest import Manifest
 from ktopic.model.workdir import Workdir
+from ktopic.fileio import write_atomic
 
 
 @dataclass
@@ -87,7 +90,7 @@ def run(m: Manifest, wd: Workdir, name: str, retag: bool = False) -> Result:
     rev = state.current
     if not (wd.git_dir / "HEAD").exists():
         raise KtopicError(f"no work repository at {wd.git_dir}: run `ktopic import-base` first")
-    git = Git(wd.git_dir)
+    git = Git(wd.git_dir, user_config=True)
     head = git.rev_parse(t.ref)
     if head != rev.head:
         raise KtopicError(f"{t.branch} is at {head[:12] if head else 'nothing'}, not at "
@@ -151,8 +154,5 @@ def run(m: Manifest, wd: Workdir, name: str, retag: bool = False) -> Result:
     if resolved and resolved != url:
         text = text.replace(f"\n  {resolved} ", f"\n  {url} ", 1)
     path = m.root / "out" / "pull" / f"{t.branch}-v{rev.number}.txt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    write_atomic(path, text)
     return Result(tag, signed, text, path, warnings)

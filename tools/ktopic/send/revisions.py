@@ -14,12 +14,14 @@ regenerated work repository often has it); or rebuilt by stacking the
 recorded patch blobs, read from the project repository's own history, on
 the base.  When none works the range-diff is left out and the cover letter
 says why.
+
+Takes a branch's label; gives its mailed revisions (the State kept in the
+project) and their commits.
 """
 
 from __future__ import annotations
 
 import datetime
-import os
 import re
 import subprocess
 import tempfile
@@ -30,6 +32,7 @@ from pathlib import Path
 from ktopic.errors import KtopicError
 from ktopic.plumbing.gitutil import Git
 from ktopic.plumbing.patchfile import parse
+from ktopic.fileio import write_atomic
 
 STATE_DIR = "mail"
 KEEP = "refs/ktopic/mail/"
@@ -101,10 +104,7 @@ class State:
         data = {"change-id": self.change_id, "revision": self.revision,
                 "revisions": {n: r.to_dict() for n, r in sorted(self.revisions.items())}}
         text = HEADER.format(what=self.label) + yaml.safe_dump(data, sort_keys=False, width=100)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(text)
-        tmp.replace(self.path)
+        write_atomic(self.path, text)
 
 
 def last_sent(state: State) -> Revision | None:
