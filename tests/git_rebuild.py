@@ -1,13 +1,16 @@
 """Every generated branch made again with git alone, the slow way: a full
 index of the parent (`git read-tree`), `git apply --cached`, `git
 write-tree`, `git commit-tree` with the patch's author (as committer too)
-at the patch's date.  No ktopic code applies or commits anything here: the
+at the patch's date, and the message git am would take plus any notes
+written between two `---` lines (format-patch gives them back from there).
+No ktopic code applies or commits anything here: the
 Python fast path (hunkapply, fastapply, commitobj, the stack cache) is
 what the ids are compared against."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -49,6 +52,9 @@ def rebuild(git_dir: Path, base: str, patches: list[Path]) -> str:
             who = dict(line.split(": ", 1) for line in info.splitlines() if ": " in line)
             body = Path(tmp, "msg").read_text().strip()
             message = who["Subject"] + ("\n\n" + body if body else "") + "\n"
+            notes = re.match(r"---\n((?:(?!diff --git ).*\n)*?)---\n", Path(tmp, "diff").read_text())
+            if notes and notes.group(1):
+                message += "---\n" + notes.group(1)
             _git(git_dir, "apply", "--cached", "--whitespace=nowarn", str(patch),
                  GIT_INDEX_FILE=index)
             tree = _git(git_dir, "write-tree", GIT_INDEX_FILE=index).strip()

@@ -30,7 +30,7 @@ def test_mail_closures_output(real_workdir, tmp_path, monkeypatch):
     for d in ("patches", "qemu"):
         shutil.copytree(REPO / d, proj / d, ignore=shutil.ignore_patterns("*.o", "build*"))
     wd = tmp_path / "work"
-    subprocess.run(["git", "clone", "-q", "--bare", "--shared", str(real_workdir / "linux.git"),
+    subprocess.run(["git", "clone", "-q", "--mirror", "--shared", str(real_workdir / "linux.git"),
                     str(wd / "linux.git")], check=True)
     ktopic = [sys.executable, str(REPO / "tools/bin/ktopic"), "-m", str(proj / "branches.yaml"),
               "-w", str(wd)]

@@ -210,6 +210,32 @@ def test_export_then_generate_round_trip(generated, ktopic):
     assert generated.refs() == before
 
 
+def test_notes_below_the_line_survive_generate_and_export(generated, ktopic, tmp_path):
+    """Text between the `---` that ends the message and a second `---`
+    (test figures for reviewers) is kept in the commit after a `---` line,
+    as `git format-patch` expects it: export writes the file back byte for
+    byte, while `git am` on the receiving side drops the notes."""
+    f = generated.root / "patches/names/0001-lib-names-rename.patch"
+    notes = "Measured on a test machine: 3 of 3 runs.\n"
+    text = f.read_text().replace("\n---\n", "\n---\n" + notes + "---\n", 1)
+    f.write_text(text)
+    assert ktopic(*generated.args("generate")).status == 0
+    msg = generated.git("log", "-1", "--format=%B", "topic/names")
+    assert msg.endswith("---\n" + notes + "\n")
+    assert git_rebuild.mismatches(manifest.load(generated.manifest),
+                                  generated.workdir / "linux.git") == {}
+    r = ktopic(*generated.args("export", "names"))
+    assert r.status == 0, r
+    assert f.read_text() == text
+    wt = tmp_path / "wt"
+    subprocess.run(["git", "--git-dir", str(generated.workdir / "linux.git"), "worktree", "add",
+                    "-q", "--detach", str(wt), "topic/names~1"], check=True)
+    git_in(wt, "am", "-q", str(f))
+    assert "Measured" not in git_in(wt, "log", "-1", "--format=%B")
+    assert git_in(wt, "rev-parse", "HEAD^{tree}") == \
+        generated.git("rev-parse", "topic/names^{tree}")
+
+
 def test_export_of_a_hand_edited_branch_then_generate(generated, ktopic, tmp_path):
     wt = tmp_path / "wt"
     gd = str(generated.workdir / "linux.git")

@@ -1,7 +1,11 @@
 """One git format-patch file: who wrote it, when, the message, and the diff.
 
-The mail is parsed by git mailinfo, as git am does, so a patch file gives
-the commit that git am would make.
+The mail is parsed by git mailinfo, as git am does.  The commit a patch
+file gives is the one git am would make, except that notes written below
+the `---` line (test figures, changes since the last revision) stay in the
+message after a `---` line of their own: that is where `git format-patch`
+and b4 take them from again, and where `git am` on the receiving side
+drops them, so the file written back is the file read.
 
 Takes a patch file; gives a PatchFile (author, date, message, diff, hunks).
 """
@@ -43,7 +47,23 @@ class PatchFile:
 
     @property
     def message(self) -> str:
-        return self.subject + ("\n\n" + self.body if self.body else "") + "\n"
+        text = self.subject + ("\n\n" + self.body if self.body else "") + "\n"
+        return text + ("---\n" + self.notes if self.notes else "")
+
+    @cached_property
+    def notes(self) -> str:
+        """The lines between the `---` that ends the message and a second
+        `---` before the diff (git format-patch writes its own `---` after a
+        message that holds one), or "" when there are none."""
+        lines = self.diff.splitlines(keepends=True)
+        if not lines or lines[0].rstrip("\n") != "---":
+            return ""
+        for i, line in enumerate(lines[1:], 1):
+            if line.startswith("diff --git "):
+                return ""
+            if line.rstrip("\n") == "---":
+                return "".join(lines[1:i])
+        return ""
 
     @cached_property
     def data(self) -> bytes:

@@ -43,7 +43,12 @@ class ApplyError(Failure):
 
 
 class StackCache:
-    """(parent commit, patch sha256) -> commit, persisted as JSON."""
+    """(parent commit, patch sha256) -> commit, persisted as JSON.  The key
+    also holds the version of the way a commit is made from a patch
+    (LAYOUT), so that commits made the way an older ktopic made them are
+    not taken from the cache: layout 2 keeps notes below `---`."""
+
+    LAYOUT = 2
 
     def __init__(self, path: Path, git: Git, store: ObjectStore | None = None):
         self.path, self.git, self.store = path, git, store
@@ -54,7 +59,7 @@ class StackCache:
         self.dirty = False
 
     def get(self, parent: str, patch: PatchFile) -> str | None:
-        return self.map.get(f"{parent} {patch.sha256}")
+        return self.map.get(f"{parent} {patch.sha256} {self.LAYOUT}")
 
     def exists(self, commit: str) -> bool:
         if self.store is not None:
@@ -62,7 +67,7 @@ class StackCache:
         return self.git.try_run("cat-file", "-e", commit + "^{commit}").returncode == 0
 
     def put(self, parent: str, patch: PatchFile, commit: str) -> None:
-        self.map[f"{parent} {patch.sha256}"] = commit
+        self.map[f"{parent} {patch.sha256} {self.LAYOUT}"] = commit
         self.dirty = True
 
     def save(self) -> None:
