@@ -13,7 +13,12 @@ guest time counts instructions, so the host's load does not enter (two
 boots of one kernel agree to 0.1 MiB/s) and a 2% target can be judged on
 a shared machine; the figures are then instruction rates, not a real
 machine's MiB/s.  Headline: the best of the 15 reads.
-Target (issue): the add lock costs <= 2% (mm/base >= 0.98).
+Target: the add lock costs <= 2% (mm/base >= 0.98), as an instruction
+count on one vCPU: that is all the 2% claim covers.
+A second boot of each kernel with two vCPUs (still -icount, so the vCPUs
+take turns and nothing runs truly in parallel) has two processes read the
+same cold file at once, so that adds to one mapping come from two CPUs;
+its ratio is printed beside the target, not judged by it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ TOPIC = "mm"
 PROGRAM = gb.BENCH_DIR / "pagecache_fill" / "pagecache_fill.c"
 ICOUNT = ["-icount", "shift=0,sleep=off"]
 FIGS = ["pagecache_fill", "pagecache_fill_median", "pagecache_fill_page_ns"]
+FIGS_2 = ["pagecache_fill_2readers", "pagecache_fill_2readers_median"]
 TARGET = 2.0                         # percent
 
 
@@ -34,11 +40,11 @@ def overhead(base: float, mm: float) -> float:
     return (1.0 - mm / base) * 100.0
 
 
-def _measure(s: gb.Session, k: gb.Kernel) -> tuple[dict, gb.Guest]:
-    g = s.boot("pagecache", k, programs=[PROGRAM], smp=1, qemu_args=ICOUNT,
-               timeout=900.0, silence=120.0)
+def _measure(s: gb.Session, k: gb.Kernel, smp: int = 1) -> tuple[dict, gb.Guest]:
+    g = s.boot("pagecache" if smp == 1 else f"pagecache-smp{smp}", k, programs=[PROGRAM],
+               smp=smp, qemu_args=ICOUNT, timeout=900.0 * smp, silence=120.0)
     figs = gb.parse_bench(g.text)
-    gb.require(figs, FIGS, f"pagecache_fill on {k.branch} ({g.console})")
+    gb.require(figs, FIGS if smp == 1 else FIGS_2, f"pagecache_fill on {k.branch} ({g.console})")
     st = gb.ktap_status(g.text, "pagecache_fill")
     if st != "ok":
         raise gb.BenchError(f"pagecache_fill on {k.branch}: KTAP result {st or 'missing'} "
@@ -52,6 +58,8 @@ def _body(s: gb.Session) -> bool:
     km = s.kernel(BRANCH, s.fragments(TOPIC, [gb.PAGECACHE_CONFIG]))
     fb, gbase = _measure(s, kb)
     fm, gmm = _measure(s, km)
+    fb2, _ = _measure(s, kb, smp=2)
+    fm2, _ = _measure(s, km, smp=2)
     print(f"  kernel: {kb.config_line}")
     print(f"  kernel: {km.config_line}")
     print(f"  guests: tcg {' '.join(ICOUNT)}, 1 vCPU; base {gbase.seconds:.0f}s, "
@@ -66,6 +74,15 @@ def _body(s: gb.Session) -> bool:
                  f"{fm['pagecache_fill_page_ns'][0] / fb['pagecache_fill_page_ns'][0]:.3f}"])
     print("  64 MiB read cold, 15 times (guest time = instructions):")
     gb.grid(["kernel", "best MiB/s", "median MiB/s", "best ns/page"], rows)
+    rows2 = [["base", gb.fmt(fb2["pagecache_fill_2readers"][0]),
+              gb.fmt(fb2["pagecache_fill_2readers_median"][0])],
+             ["topic/mm", gb.fmt(fm2["pagecache_fill_2readers"][0]),
+              gb.fmt(fm2["pagecache_fill_2readers_median"][0])],
+             ["mm/base",
+              f"{fm2['pagecache_fill_2readers'][0] / fb2['pagecache_fill_2readers'][0]:.3f}",
+              f"{fm2['pagecache_fill_2readers_median'][0] / fb2['pagecache_fill_2readers_median'][0]:.3f}"]]
+    print("  the same file read cold by two processes at once, 2 vCPUs, 15 times:")
+    gb.grid(["kernel", "best MiB/s", "median MiB/s"], rows2)
     ov = overhead(fb["pagecache_fill"][0], fm["pagecache_fill"][0])
     return verdict("pagecache add lock overhead", ov <= TARGET,
                    f"{ov:.1f}% (mm/base {best_r:.3f}; target <= {TARGET:.0f}%)")

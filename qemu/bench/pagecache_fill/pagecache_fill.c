@@ -15,6 +15,12 @@
  * is now cached.  It prints the median and best rate as
  * "# bench: <name>: <value> <unit>" lines, plus one KTAP result.
  *
+ * Then REPS times two readers: a child and the parent read the same cold
+ * file at once, so on two CPUs both add folios to one mapping and its add
+ * lock's counter moves between CPUs.  The figure is the file's size over
+ * the time until both are done (pagecache_fill_2readers); it means
+ * something only with two or more CPUs online, so with one it is skipped.
+ *
  * Needs CONFIG_BLK_DEV_RAM (a ram0 of at least FILE_MIB + 8 MiB),
  * CONFIG_EXT2_FS, CONFIG_PROC_SYSCTL and devtmpfs on /dev, proc on /proc.
  * Built with gcc -static -O2 -Wall.
@@ -31,6 +37,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -273,15 +280,24 @@ static int write_file(size_t size)
 	return close(fd);
 }
 
-/* One cold read of the whole file; returns seconds or < 0. */
-static double read_cold(size_t size)
+/* Read the whole of @fd; 0 if it all came. */
+static int read_all(int fd, size_t size)
 {
 	static char buf[BUF_SIZE];
 	size_t done = 0;
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		done += n;
+	return done == size && n == 0 ? 0 : -1;
+}
+
+/* One cold read of the whole file; returns seconds or < 0. */
+static double read_cold(size_t size)
+{
 	double t0, t;
 	long before, after;
-	ssize_t n;
-	int fd;
+	int fd, ret;
 
 	if (drop_caches()) {
 		fail("writing 3 to drop_caches");
@@ -294,12 +310,11 @@ static double read_cold(size_t size)
 	}
 	before = cached_pages(fd, size);
 	t0 = now();
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		done += n;
+	ret = read_all(fd, size);
 	t = now() - t0;
 	after = cached_pages(fd, size);
 	close(fd);
-	if (done != size || n < 0) {
+	if (ret) {
 		fail("read");
 		return -1;
 	}
@@ -312,9 +327,62 @@ static double read_cold(size_t size)
 	return t;
 }
 
+/*
+ * One cold read of the whole file by two processes at once; returns the
+ * seconds until both are done, or < 0.  The child waits on a pipe so that
+ * both start together.
+ */
+static double read_cold_pair(size_t size)
+{
+	int go[2], fd, status, ret;
+	double t0, t;
+	char c = 0;
+	pid_t pid;
+
+	if (drop_caches()) {
+		fail("writing 3 to drop_caches");
+		return -1;
+	}
+	fd = open(FILE_NAME, O_RDONLY);
+	if (fd < 0 || cached_pages(fd, size) != 0 || pipe(go)) {
+		fail("cold open for two readers");
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		fail("fork");
+		return -1;
+	}
+	if (pid == 0) {
+		int cfd = open(FILE_NAME, O_RDONLY);
+
+		close(go[1]);
+		_exit(cfd < 0 || read(go[0], &c, 1) != 1 || read_all(cfd, size));
+	}
+	close(go[0]);
+	t0 = now();
+	if (write(go[1], &c, 1) != 1)
+		fail("starting the second reader");
+	ret = read_all(fd, size);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		ret = -1;
+	t = now() - t0;
+	close(go[1]);
+	if (ret || cached_pages(fd, size) != (long)(size / 4096)) {
+		close(fd);
+		printf("# pagecache_fill: two readers failed or left the file uncached\n");
+		failed = 1;
+		return -1;
+	}
+	close(fd);
+	return t;
+}
+
 int main(void)
 {
 	size_t size = (size_t)FILE_MIB << 20;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	double secs[REPS], t;
 	int i, n = 0;
 
@@ -351,6 +419,25 @@ int main(void)
 		       FILE_MIB / secs[n / 2]);
 		printf("# bench: pagecache_fill_page_ns: %.0f ns\n",
 		       secs[0] * 1e9 / (size / 4096));
+	} else {
+		failed = 1;
+	}
+
+	/* Two readers on one vCPU would measure the scheduler only. */
+	for (i = 0, n = 0; !failed && i < REPS && cpus >= 2; i++) {
+		t = read_cold_pair(size);
+		if (t < 0)
+			break;
+		secs[n++] = t;
+	}
+	if (cpus < 2) {
+		printf("# pagecache_fill: one CPU, no two-reader runs\n");
+	} else if (!failed && n == REPS) {
+		qsort(secs, n, sizeof(secs[0]), cmp_double);
+		printf("# bench: pagecache_fill_2readers: %.1f MiB/s\n",
+		       FILE_MIB / secs[0]);
+		printf("# bench: pagecache_fill_2readers_median: %.1f MiB/s\n",
+		       FILE_MIB / secs[n / 2]);
 	} else {
 		failed = 1;
 	}
