@@ -146,6 +146,9 @@ class FakeRunner:
     def rel(self, p):
         return str(p.relative_to(self.out_dir))
 
+    def _build_outputs(self, t, res):
+        pass
+
     def _boot_and_test(self, t, br, res):
         text = git(self.git_dir.parent, "show", f"{t.commit}:lib/f.c")
         if self.fail_on in text:
@@ -313,6 +316,10 @@ def test_mutate_with_the_runner(world, monkeypatch, tmp_path):  # noqa: F811
     assert subprocess.run(["git", f"--git-dir={w.root / 'linux.git'}", "rev-parse", "topic/a"],
                           capture_output=True, text=True).stdout == ref
     assert (w.out / "a_0001-three" / "console.log").read_text() == bad
+    # A new run takes the base and the branch from the result cache (no
+    # build of them in this process) and still boots the mutants.
+    again = M.mutate(w.runner(), base, a, [caught], use_cache=False)
+    assert [(r.name, r.status) for r in again] == [("0001-three", R.CAUGHT)], again
     # A branch that fails on its own: its mutants prove nothing.
     w.consoles["topic_a"] = bad
     runner = w.runner(use_cache=False, base_cache=False)

@@ -175,6 +175,7 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool) -> R.
     if not b.ok:
         res.summary = f"does not build: {b.error}"
         return _store(res, cpath, t0)
+    runner._build_outputs(mt, b)
     runner._boot_and_test(mt, br, b)
     if t.expect and br.ok:
         runner._expectations(mt, br, b)

@@ -257,15 +257,15 @@ class Runner:
             shutil.copyfile(res.log, d / "build.log")
         if res.config and res.config.config.is_file():
             shutil.copyfile(res.config.config, d / "config")
-        tc = res.toolchain
-        self._repro_base = {
-            "config": self.rel(d / "config"),
-            "build_dir": str(res.out),
-            "toolchain": "; ".join(f"{v}" for v in tc.values()),
-        }
+
+    def _repro(self, t: Target, res: buildmod.BuildResult) -> dict[str, str]:
+        """What a boot of t needs to be made again: its build's config and
+        directory and the toolchain."""
+        return {"config": self.rel(self.out(t) / "config"), "build_dir": str(res.out),
+                "toolchain": "; ".join(f"{v}" for v in res.toolchain.values())}
 
     def _boot_and_test(self, t: Target, br: R.BranchResult, res: buildmod.BuildResult) -> None:
-        br.repro.update(self._repro_base)
+        br.repro.update(self._repro(t, res))
         if res.config:
             br.repro["config_sha"] = res.config.config_hash
         d = self.out(t)
