@@ -179,8 +179,8 @@ def test_run_mutant_caught_survived_and_cached(tmp_path, monkeypatch):
         return buildmod.BuildResult(name=req.name, ok=True, out=root / "build" / req.name)
     monkeypatch.setattr(buildmod, "build", fake_build)
     runner = FakeRunner(tmp_path, repo, fail_on="return 2")
-    t = T.Target("topic/a", "a", [], commit=head, tree=git(repo, "rev-parse", "HEAD^{tree}"),
-                 key="k1")
+    t = T.Target(T.BranchSpec("topic", "a", "topic/a"), [], commit=head,
+                 tree=git(repo, "rev-parse", "HEAD^{tree}"), key="k1")
     caught = M.parse_mutant(write(tmp_path / "m" / "a" / "0001-c.patch", MUTANT), "a")
     surv = M.parse_mutant(write(tmp_path / "m" / "a" / "0002-s.patch",
                                 MUTANT.replace("return 2", "return 3")), "a")
