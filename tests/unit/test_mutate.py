@@ -239,6 +239,20 @@ def test_mutate_bad_input_is_one_line_exit_2_nothing_moves(generated, ktopic):
     assert r.status == 2 and "no topic 'nosuch'" in r.err
 
 
+def test_mutate_takes_a_topic_by_any_of_its_names(generated, ktopic):
+    """A topic's branch names it as the topic does; the integration branch,
+    by either name, is refused in one line: mutants belong to topics."""
+    p = generated
+    bad = write(p.root / "qemu" / "mutants" / "counters" / "0001-x.patch",
+                "Breaks: x\nCaught: y\n\ndiff --git a/f b/f\n")
+    r = ktopic(*p.args("mutate", "topic/counters"))
+    assert (r.status, r.err.strip()) == (2, f"ktopic: {bad}:2: line 2 must be 'Caught-by: ...'")
+    for name in ("for-next", "integration"):
+        r = ktopic(*p.args("mutate", name))
+        assert (r.status, r.err.strip()) == (
+            2, f"ktopic: '{name}' is the integration branch; this command takes a topic"), r
+
+
 def test_mutate_merges_into_the_ci_report(tmp_path):
     from ktopic.commands import cmd_mutate
     ci = R.Report(base_version="6.1.192", branches=[R.BranchResult("topic/a", "a")],
