@@ -253,6 +253,22 @@ def test_mutate_takes_a_topic_by_any_of_its_names(generated, ktopic):
             2, f"ktopic: '{name}' is the integration branch; this command takes a topic"), r
 
 
+@pytest.mark.parametrize("flag,variant", [([], ""), (["--kasan"], "kasan"), (["--kcsan"], "kcsan")])
+def test_mutate_runs_the_topic_in_the_variant_asked_for(generated, ktopic, monkeypatch,
+                                                         flag, variant):
+    """--kasan/--kcsan mutate the topic's kernel of that variant (every
+    target of such a run has it); a plain run never takes a sanitizer row."""
+    from ktopic.commands import cmd_mutate
+    write(generated.root / "qemu" / "mutants" / "counters" / "0001-x.patch",
+          "Breaks: x\nCaught-by: s.c\n\ndiff --git a/f b/f\n")
+    seen = []
+    monkeypatch.setattr(cmd_mutate.mut, "mutate", lambda runner, base, t, ms, **kw:
+                        seen.append((base.variant, t.topic, t.variant)) or [])
+    r = ktopic(*generated.args("mutate", *flag, "counters"))
+    assert r.status == 0, r
+    assert seen == [(variant, "counters", variant)]
+
+
 def test_mutate_merges_into_the_ci_report(tmp_path):
     from ktopic.commands import cmd_mutate
     ci = R.Report(base_version="6.1.192", branches=[R.BranchResult("topic/a", "a")],

@@ -62,7 +62,10 @@ def run(args) -> int:
         for topic in topics:
             if not mutants[topic]:
                 continue
-            t = [x for x in select(targets, [topic]) if x.topic == topic and not x.variant][0]
+            # The run's own variant (--kasan, --kcsan, or none): never a
+            # sanitizer row the manifest adds beside a plain run.
+            t = next(x for x in select(targets, [topic])
+                     if x.topic == topic and x.variant == base.variant)
             print(f"{topic}: {len(mutants[topic])} mutant(s)", flush=True)
             results += mut.mutate(runner, base, t, mutants[topic], use_cache=not args.no_cache,
                                   on_result=show)
