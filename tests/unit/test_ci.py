@@ -47,7 +47,8 @@ def console(*extra: str) -> str:
 def topic(name, **kw):
     d = dict(name=name, branch=f"topic/{name}", depends=[], kunit=[], config=None,
              modules=[], programs=[], cmdline="", tested=False, smp=2, sanitizers=[],
-             expect=[])
+             expect=[], patches=[], to=[], cc=[], upstream=[], superseded=[], dropped=[],
+             description="", line=0)
     d.update(kw)
     return SimpleNamespace(**d)
 
@@ -56,7 +57,8 @@ def manifest(tmp_path, topics):
     ts = {t.name: t for t in topics}
     m = SimpleNamespace(root=tmp_path / "repo", topics=ts, order=list(ts),
                         base=SimpleNamespace(version="6.1.192", ref="refs/heads/base"),
-                        integration=SimpleNamespace(branch="for-next", topics=list(ts)))
+                        integration=SimpleNamespace(branch="for-next", topics=list(ts), to=[],
+                                                    cc=[], description="", line=0))
     m.closure = lambda n: [d for d in ts if d in ts[n].depends]
     return m
 
@@ -86,7 +88,7 @@ def test_select(tmp_path):
     assert [t.topic for t in T.select(ts, [])] == ["base", "a", "b", "integration"]
     assert [t.topic for t in T.select(ts, ["topic/b"])] == ["base", "b"]
     assert [t.topic for t in T.select(ts, ["integration", "a"])] == ["base", "integration", "a"]
-    with pytest.raises(KtopicError, match="no topic or branch 'zz'"):
+    with pytest.raises(KtopicError, match=r"^no topic 'zz' \(topics: a, b\)$"):
         T.select(ts, ["zz"])
 
 
@@ -100,8 +102,8 @@ def test_keys_follow_inputs(tmp_path):
     (q / "tests/p.c").write_text("int main(){}\n")
 
     def keys(**kw):
-        t = T.Target("topic/x", "x", [q / "configs/base.config"], programs=["p"], tree="t" * 40,
-                      **kw)
+        t = T.Target(T.BranchSpec("topic", "x", "topic/x", programs=["p"], **kw),
+                     [q / "configs/base.config"], tree="t" * 40)
         cachekeys.compute_keys(t, q, Options())
         return t.build_key, t.key
     b0, k0 = keys()

@@ -330,6 +330,18 @@ def test_every_command_takes_every_name_of_a_branch(generated, ktopic):
     assert [s.name for s in m.resolve(["base"], base=True)] == ["base"]
 
 
+def test_an_unknown_name_is_the_same_line_in_every_command(generated, ktopic, tmp_path):
+    """ci, build, boot and mutate reject a name as every other command
+    does: one line, exit 2."""
+    m = manifest.load(generated.manifest)
+    want = f"ktopic: no topic 'nosuch' (topics: {', '.join(m.topics)})"
+    for argv in (["generate"], ["check"], ["export"], ["range-diff"], ["mail"],
+                 ["pull-request"], ["trailers", "--mbox", str(tmp_path / "r.mbox")],
+                 ["ci"], ["build"], ["boot"], ["mutate"]):
+        r = ktopic(*generated.args(*argv, "nosuch"))
+        assert (r.status, r.err.strip()) == (2, want), (argv, r)
+
+
 @pytest.mark.parametrize("topic", ["nosuch"])
 def test_unknown_topic_argument(generated, ktopic, topic):
     r = ktopic(*generated.args("generate", topic))

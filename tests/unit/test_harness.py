@@ -115,7 +115,8 @@ def test_bad_harness_keys_name_their_line(tmp_path, extra, line, message):
 def topic(name, **kw):
     d = dict(name=name, branch=f"topic/{name}", depends=[], kunit=[], config=None,
              modules=[], programs=[], cmdline="", tested=False, smp=2, sanitizers=[],
-             expect=[])
+             expect=[], patches=[], to=[], cc=[], upstream=[], superseded=[], dropped=[],
+             description="", line=0)
     d.update(kw)
     return SimpleNamespace(**d)
 
@@ -124,7 +125,8 @@ def fake_manifest(tmp_path, topics):
     ts = {t.name: t for t in topics}
     m = SimpleNamespace(root=tmp_path, topics=ts, order=list(ts),
                         base=SimpleNamespace(version="6.1.192", ref="refs/heads/base"),
-                        integration=SimpleNamespace(branch="for-next", topics=list(ts)))
+                        integration=SimpleNamespace(branch="for-next", topics=list(ts), to=[],
+                                                    cc=[], description="", line=0))
     m.closure = lambda n: [d for d in ts if d in ts[n].depends]
     return m
 
@@ -138,12 +140,12 @@ def test_integration_takes_the_largest_smp(tmp_path):
 
 def test_smp_is_part_of_the_result_key_and_cli_overrides(tmp_path):
     (tmp_path / "init").mkdir()
-    t2 = T.Target("topic/a", "a", [], smp=2, tree="t")
-    t4 = T.Target("topic/a", "a", [], smp=4, tree="t")
+    t2 = T.Target(T.BranchSpec("topic", "a", "topic/a", smp=2), [], tree="t")
+    t4 = T.Target(T.BranchSpec("topic", "a", "topic/a", smp=4), [], tree="t")
     cachekeys.compute_keys(t2, tmp_path, Options())
     cachekeys.compute_keys(t4, tmp_path, Options())
     assert t2.build_key == t4.build_key and t2.key != t4.key
-    over = T.Target("topic/a", "a", [], smp=2, tree="t")
+    over = T.Target(T.BranchSpec("topic", "a", "topic/a", smp=2), [], tree="t")
     cachekeys.compute_keys(over, tmp_path, Options(smp=4))
     assert over.key == t4.key
     r = SimpleNamespace(opts=Options())
@@ -183,6 +185,22 @@ def test_sanitizer_variants(tmp_path):
         t.tree = "x"
         cachekeys.compute_keys(t, tmp_path, Options())
     assert v["topic/a"].key != v["topic/a+kcsan"].key
+
+
+def test_a_branch_is_selected_by_any_of_its_names(tmp_path):
+    """The integration branch's name runs what "integration" runs (its
+    sanitizer variants too), a topic's branch what the topic runs."""
+    m = fake_manifest(tmp_path, [topic("a", sanitizers=["kcsan"]), topic("b")])
+    ts = T.targets_from_manifest(m, tmp_path, sanitizers=True)
+
+    def sel(*names):
+        return [t.branch for t in T.select(ts, list(names))]
+    assert sel("for-next") == sel("integration") == \
+        ["base", "base+kcsan", "for-next", "for-next+kcsan"]
+    assert sel("topic/a") == sel("a") == ["base", "base+kcsan", "topic/a", "topic/a+kcsan"]
+    assert sel("base") == ["base", "base+kcsan"]
+    with pytest.raises(KtopicError, match=r"^no topic 'topic/a\+kcsan' \(topics: a, b\)$"):
+        sel("topic/a+kcsan")
 
 
 def test_whole_run_kcsan(tmp_path):
@@ -335,7 +353,7 @@ def test_expect_stage_one_boot_per_entry(world, monkeypatch, tmp_path):  # noqa:
         ts = w.targets("a")
         for t in ts:
             if t.topic == "a":
-                t.expect = list(entries)
+                t.spec.expect = list(entries)
         r = w.runner(use_cache=False, base_cache=False)
         return [r.run(t) for t in ts][-1]
 
@@ -399,7 +417,7 @@ def test_expect_logs_come_back_from_the_cache(world, monkeypatch, tmp_path):  # 
         ts = w.targets("a")
         for t in ts:
             if t.topic == "a":
-                t.expect = [seen]
+                t.spec.expect = [seen]
         r = w.runner()
         return [r.run(t) for t in ts][-1]
     assert run().ok

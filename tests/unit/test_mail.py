@@ -134,11 +134,11 @@ def test_targets(generated):
     from ktopic.send import mail
     from ktopic.model import manifest
     m = manifest.load(generated.manifest)
-    t = mail.target(m, "names")
-    assert (t.subject, t.topics, t.depends, t.to) == (
+    t = m.series_branch("names")
+    assert (mail.subject(m, t), t.topics, mail.applies_on(m, t), t.to) == (
         "a test series (names)", ["names"], ["topic/counters"], [])
-    i = mail.target(m, "integration")
-    assert (i.subject, i.topics, i.to) == (
+    i = m.series_branch("integration")
+    assert (mail.subject(m, i), i.topics, i.to) == (
         "a test series", ["compiler", "counters", "names"], ["A Maintainer <a@example.org>"])
     assert [c.subject for c in i.carried] == ["Compiler Attributes: add __flatten"]
 

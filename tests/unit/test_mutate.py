@@ -179,8 +179,8 @@ def test_run_mutant_caught_survived_and_cached(tmp_path, monkeypatch):
         return buildmod.BuildResult(name=req.name, ok=True, out=root / "build" / req.name)
     monkeypatch.setattr(buildmod, "build", fake_build)
     runner = FakeRunner(tmp_path, repo, fail_on="return 2")
-    t = T.Target("topic/a", "a", [], commit=head, tree=git(repo, "rev-parse", "HEAD^{tree}"),
-                 key="k1")
+    t = T.Target(T.BranchSpec("topic", "a", "topic/a"), [], commit=head,
+                 tree=git(repo, "rev-parse", "HEAD^{tree}"), key="k1")
     caught = M.parse_mutant(write(tmp_path / "m" / "a" / "0001-c.patch", MUTANT), "a")
     surv = M.parse_mutant(write(tmp_path / "m" / "a" / "0002-s.patch",
                                 MUTANT.replace("return 2", "return 3")), "a")
@@ -237,6 +237,36 @@ def test_mutate_bad_input_is_one_line_exit_2_nothing_moves(generated, ktopic):
     assert p.refs() == before
     r = ktopic(*p.args("mutate", "nosuch"))
     assert r.status == 2 and "no topic 'nosuch'" in r.err
+
+
+def test_mutate_takes_a_topic_by_any_of_its_names(generated, ktopic):
+    """A topic's branch names it as the topic does; the integration branch,
+    by either name, is refused in one line: mutants belong to topics."""
+    p = generated
+    bad = write(p.root / "qemu" / "mutants" / "counters" / "0001-x.patch",
+                "Breaks: x\nCaught: y\n\ndiff --git a/f b/f\n")
+    r = ktopic(*p.args("mutate", "topic/counters"))
+    assert (r.status, r.err.strip()) == (2, f"ktopic: {bad}:2: line 2 must be 'Caught-by: ...'")
+    for name in ("for-next", "integration"):
+        r = ktopic(*p.args("mutate", name))
+        assert (r.status, r.err.strip()) == (
+            2, f"ktopic: '{name}' is the integration branch; this command takes a topic"), r
+
+
+@pytest.mark.parametrize("flag,variant", [([], ""), (["--kasan"], "kasan"), (["--kcsan"], "kcsan")])
+def test_mutate_runs_the_topic_in_the_variant_asked_for(generated, ktopic, monkeypatch,
+                                                         flag, variant):
+    """--kasan/--kcsan mutate the topic's kernel of that variant (every
+    target of such a run has it); a plain run never takes a sanitizer row."""
+    from ktopic.commands import cmd_mutate
+    write(generated.root / "qemu" / "mutants" / "counters" / "0001-x.patch",
+          "Breaks: x\nCaught-by: s.c\n\ndiff --git a/f b/f\n")
+    seen = []
+    monkeypatch.setattr(cmd_mutate.mut, "mutate", lambda runner, base, t, ms, **kw:
+                        seen.append((base.variant, t.topic, t.variant)) or [])
+    r = ktopic(*generated.args("mutate", *flag, "counters"))
+    assert r.status == 0, r
+    assert seen == [(variant, "counters", variant)]
 
 
 def test_mutate_merges_into_the_ci_report(tmp_path):

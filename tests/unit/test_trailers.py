@@ -202,6 +202,16 @@ def test_refusals_of_the_whole_run(generated, ktopic, tmp_path):
     assert r.status == 2 and "no such mbox file or maildir" in r.err, r
 
 
+def test_trailers_take_a_series_by_any_of_its_names(generated, ktopic, tmp_path):
+    """A topic's branch names its series as the topic does, the integration
+    branch's name the integration series (as mail and pull-request take them)."""
+    write_mbox(tmp_path / "r.mbox", [])
+    for name, label in (("topic/counters", "counters"), ("for-next", "integration")):
+        r = ktopic(*generated.args("trailers", name, "--mbox", tmp_path / "r.mbox"))
+        assert r.status == 2 and r.err.startswith(f"ktopic: mail/{label}.yaml: ") \
+            and "never mailed" in r.err and len(r.err.splitlines()) == 1, r
+
+
 def test_insert_places():
     """Before the applier's sign-off; after others' trailers; a new
     paragraph where the message has none; a patch without `---` refused."""

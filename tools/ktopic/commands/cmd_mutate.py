@@ -21,7 +21,8 @@ def register(sub) -> None:
                        "failure.  Survivors (and mutants that no longer apply or build) "
                        "fail the gate.  Results are cached by content.")
     p.add_argument("topics", nargs="*", metavar="TOPIC",
-                   help="topics (default: every topic that has mutants)")
+                   help="topics, by topic or branch name (default: every topic that has "
+                        "mutants)")
     p.add_argument("--mutants", type=Path, default=None, metavar="DIR",
                    help="directory of <topic>/NNNN-*.patch (default: qemu/mutants)")
     p.add_argument("--no-cache", action="store_true", help="ignore cached mutant results")
@@ -37,9 +38,10 @@ def run(args) -> int:
     wd = common._workdir(args)
     out_dir = Path(args.out or Path(m.root) / "out")
     mdir = Path(args.mutants or Path(m.root) / "qemu" / "mutants")
-    for t in args.topics:
-        m.topic(t)
-    topics = args.topics or [t for t in m.order if (mdir / t).is_dir()]
+    # Named as every command names a branch; a mutant belongs to a topic.
+    topics = [m.resolve_one(n, ("topic",)).name for n in args.topics] or \
+        [s.name for s in m.resolve([]) if s.kind == "topic" and (mdir / s.name).is_dir()]
+    topics = list(dict.fromkeys(topics))
     # Parse every mutant first: a malformed one stops the run before any build.
     mutants = {t: mut.load_mutants(mdir, t) for t in topics}
     opts = common.options_from_args(args)
@@ -60,7 +62,10 @@ def run(args) -> int:
         for topic in topics:
             if not mutants[topic]:
                 continue
-            t = [x for x in select(targets, [topic]) if x.topic == topic and not x.variant][0]
+            # The run's own variant (--kasan, --kcsan, or none): never a
+            # sanitizer row the manifest adds beside a plain run.
+            t = next(x for x in select(targets, [topic])
+                     if x.topic == topic and x.variant == base.variant)
             print(f"{topic}: {len(mutants[topic])} mutant(s)", flush=True)
             results += mut.mutate(runner, base, t, mutants[topic], use_cache=not args.no_cache,
                                   on_result=show)

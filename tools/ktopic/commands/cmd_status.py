@@ -56,8 +56,8 @@ def rows(m: manifest.Manifest, wd: Workdir) -> list[dict]:
             else:
                 state = "has commits ktopic did not make"
         applied = len(t.patches)
-        up = sum(len(m.topics[n].upstream) for n in t.topics)
-        sup = sum(len(m.topics[n].superseded) for n in t.topics)
+        up = sum(c.kind == "upstream" for c in t.carried)
+        sup = sum(c.kind == "superseded" for c in t.carried)
         out.append(dict(topic=name, branch=t.branch, head=(head or "")[:12],
                         applied=applied, upstream=up, superseded=sup,
                         base=m.base.debian_version, state=state,

@@ -16,7 +16,7 @@ from ktopic.branches.generate import Generator
 from ktopic.errors import Failure
 from ktopic.model import manifest
 from ktopic.model.workdir import Workdir
-from ktopic.send import mail, trailers
+from ktopic.send import trailers
 
 
 def register(sub) -> None:
@@ -32,9 +32,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     m = manifest.load(args.manifest)
-    m.check_series_name(args.name)
-    t = mail.target(m, args.name)
-    p = trailers.plan(m, t.label, t.branch, args.mbox)
+    t = m.series_branch(args.name)
+    p = trailers.plan(m, t.name, t.branch, args.mbox)
     for why in p.skipped:
         print(f"ktopic: skipped: {why}", file=sys.stderr)
     verb = "would add" if args.dry_run else "added"
@@ -59,5 +58,5 @@ def run(args) -> int:
     if not r.ok:
         raise Failure("the patch files hold the trailers, but not every branch was "
                       "regenerated (above); fix that and run `ktopic generate`")
-    print("commit the patch files; `ktopic mail " + t.label + " --reroll` mails them")
+    print("commit the patch files; `ktopic mail " + t.name + " --reroll` mails them")
     return 0

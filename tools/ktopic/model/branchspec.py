@@ -3,7 +3,11 @@ BranchSpecs (the base, each topic in dependency order, the integration
 branch) and resolves the names a user types to them.  Every command
 accepts the same names: a topic (`mm`), a branch (`topic/mm`),
 `integration` or the integration branch (`for-next`), and `base` where a
-command works on the base too."""
+command works on the base too.
+
+A BranchSpec says everything the commands need of a branch: what it
+carries (generate, export, status), how it is tested (the runner's
+Targets are views of it) and whom it is mailed to (mail, pull-request)."""
 
 from __future__ import annotations
 
@@ -29,6 +33,15 @@ class BranchSpec:
     modules: list[str] = field(default_factory=list)
     programs: list[str] = field(default_factory=list)
     cmdline: str = ""
+    smp: int = 2                     # guest CPUs (the integration branch: its topics' largest)
+    sanitizers: list[str] = field(default_factory=list)   # build variants it is also tested under
+    expect: list = field(default_factory=list)            # manifest.Expect entries
+    to: list[str] = field(default_factory=list)           # recipients (mail, pull-request)
+    cc: list[str] = field(default_factory=list)
+    carried: list = field(default_factory=list)   # manifest.Carried: what its topics no longer carry
+    description: str = ""
+    tested: bool = False             # every topic it carries says `tested: true`
+    line: int = 0                    # where the manifest declares it
 
     @property
     def ref(self) -> str:
@@ -36,7 +49,15 @@ class BranchSpec:
 
 
 def _uniq(items):
-    return list(dict.fromkeys(items))
+    out = []                         # by ==: manifest.Expect entries are not hashable
+    for x in items:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+def _carried(t) -> list:
+    return t.upstream + t.superseded + t.dropped
 
 
 def branches(m) -> list[BranchSpec]:
@@ -47,20 +68,45 @@ def branches(m) -> list[BranchSpec]:
         deps = m.closure(name)
         # A topic is tested with its dependencies' code: their fragments too.
         chain = [m.topics[d] for d in deps] + [t]
-        out.append(BranchSpec("topic", name, t.branch, [name], deps,
-                              [(name, p) for p in t.patches],
-                              _uniq(c.config for c in chain if c.config),
-                              list(t.kunit), list(t.modules), list(t.programs), t.cmdline))
+        out.append(BranchSpec(
+            "topic", name, t.branch, [name], deps, [(name, p) for p in t.patches],
+            _uniq(c.config for c in chain if c.config), list(t.kunit), list(t.modules),
+            list(t.programs), t.cmdline, t.smp, list(t.sanitizers), list(t.expect),
+            list(t.to), list(t.cc), _carried(t), t.description, t.tested, t.line))
     i = m.integration
     ts = [m.topics[n] for n in i.topics]
-    out.append(BranchSpec(INTEGRATION, INTEGRATION, i.branch, list(i.topics), [],
-                          [(n, p) for n in i.topics for p in m.topics[n].patches],
-                          _uniq(t.config for t in ts if t.config),
-                          _uniq(k for t in ts for k in t.kunit),
-                          _uniq(x for t in ts for x in t.modules),
-                          _uniq(x for t in ts for x in t.programs),
-                          " ".join(_uniq(t.cmdline for t in ts if t.cmdline))))
+    to, cc = list(i.to), list(i.cc)
+    if not to and not cc:                # every topic's recipients
+        to = _uniq(a for t in ts for a in t.to)
+        cc = _uniq(a for t in ts for a in t.cc)
+    out.append(BranchSpec(
+        INTEGRATION, INTEGRATION, i.branch, list(i.topics), [],
+        [(n, p) for n in i.topics for p in m.topics[n].patches],
+        _uniq(t.config for t in ts if t.config),
+        _uniq(k for t in ts for k in t.kunit),
+        _uniq(x for t in ts for x in t.modules),
+        _uniq(x for t in ts for x in t.programs),
+        " ".join(_uniq(t.cmdline for t in ts if t.cmdline)),
+        max([t.smp for t in ts] or [2]),
+        _uniq(v for t in ts for v in t.sanitizers),
+        _uniq(e for t in ts for e in t.expect),
+        to, cc, [c for t in ts for c in _carried(t)], i.description,
+        bool(ts) and all(t.tested for t in ts), i.line))
     return out
+
+
+def pick(specs: list[BranchSpec], names: list[str], topics: list[str]) -> list[BranchSpec]:
+    """The specs names stand for (by name or branch), in specs' order,
+    each once.  An unknown name is bad input, said with the topics."""
+    want: list[BranchSpec] = []
+    for n in names:
+        hit = [s for s in specs if n in (s.name, s.branch)]
+        if not hit:
+            # As Manifest.topic() says it: a branch name or "integration"
+            # is accepted too, but a topic is what is usually meant.
+            raise KtopicError(f"no topic {n!r} (topics: {', '.join(topics)})")
+        want += [h for h in hit if h not in want]
+    return [s for s in specs if s in want]
 
 
 def resolve(m, names: list[str], base: bool = False) -> list[BranchSpec]:
@@ -70,15 +116,7 @@ def resolve(m, names: list[str], base: bool = False) -> list[BranchSpec]:
     specs = [s for s in branches(m) if base or s.kind != BASE]
     if not names:
         return specs
-    want: list[BranchSpec] = []
-    for n in names:
-        hit = [s for s in specs if n in (s.name, s.branch)]
-        if not hit:
-            # As Manifest.topic() says it: a branch name or "integration"
-            # is accepted too, but a topic is what is usually meant.
-            raise KtopicError(f"no topic {n!r} (topics: {', '.join(m.topics)})")
-        want += [h for h in hit if h not in want]
-    return [s for s in specs if s in want]
+    return pick(specs, names, list(m.topics))
 
 
 def resolve_one(m, name: str, kinds: tuple[str, ...]) -> BranchSpec:

@@ -162,7 +162,12 @@ class Manifest:
     def check_series_name(self, name: str) -> str:
         """A series mail and pull-request take: a topic, or "integration"
         (by any of its names); gives the topic name or "integration"."""
-        return branchspec.resolve_one(self, name, ("topic", "integration")).name
+        return self.series_branch(name).name
+
+    def series_branch(self, name: str) -> branchspec.BranchSpec:
+        """The branch a series (mail, pull-request, trailers) is made of:
+        a topic or the integration branch, by any of its names."""
+        return branchspec.resolve_one(self, name, ("topic", "integration"))
 
     def branches(self) -> list[branchspec.BranchSpec]:
         """The base, every topic in dependency order, the integration branch."""
@@ -171,6 +176,10 @@ class Manifest:
     def resolve(self, names: list[str], base: bool = False) -> list[branchspec.BranchSpec]:
         """The branches a user's names stand for (branchspec.resolve)."""
         return branchspec.resolve(self, names, base)
+
+    def resolve_one(self, name: str, kinds: tuple[str, ...]) -> branchspec.BranchSpec:
+        """The one branch name stands for, of one of kinds (branchspec.resolve_one)."""
+        return branchspec.resolve_one(self, name, kinds)
 
     def closure(self, name: str) -> list[str]:
         """The topic's dependencies, transitively, in manifest order (not itself)."""

@@ -1,52 +1,17 @@
-"""The branches `ktopic build`, `boot` and `ci` test, and what testing
-each means: takes the manifest, gives Targets (the base, every topic in
-dependency order, the integration branch) with their config fragments,
-suites, modules and programs."""
+"""The branches `ktopic build`, `boot` and `ci` test: takes the manifest's
+BranchSpecs (branchspec.branches()), gives Targets, each a view of one
+BranchSpec built with qemu/configs/base.config (and a sanitizer
+variant's fragment), plus what the runner learns of it (commit, tree,
+content keys)."""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ktopic.errors import KtopicError
-
-BASE = "base"
-INTEGRATION = "integration"
-
-
-@dataclass
-class Target:
-    """One branch to test and what testing it means."""
-    branch: str                      # branch name (refs/heads/<branch>)
-    topic: str                       # topic name, "integration" or "base"
-    fragments: list[Path]
-    kunit: list[str] = field(default_factory=list)
-    modules: list[str] = field(default_factory=list)
-    programs: list[str] = field(default_factory=list)
-    cmdline: str = ""
-    smp: int = 2                     # guest CPUs (the manifest's smp:, max over a stack)
-    variant: str = ""                # "" or a sanitizer build variant ("kcsan")
-    git_branch: str = ""             # the ref's branch when `branch` names a variant
-    expect: list = field(default_factory=list)     # manifest Expect entries
-    commit: str = ""
-    tree: str = ""
-    base_commit: str = ""
-    build_key: str = ""
-    key: str = ""
-
-    @property
-    def ref(self) -> str:
-        return f"refs/heads/{self.git_branch or self.branch}"
-
-
-def _uniq(items):
-    out = []
-    for x in items:
-        if x not in out:
-            out.append(x)
-    return out
-
+from ktopic.model import branchspec
+from ktopic.model.branchspec import BASE, INTEGRATION, BranchSpec  # noqa: F401 (re-exported)
 
 SANITIZERS = ("kasan", "kcsan")      # build variants: qemu/configs/<name>.config
 
@@ -54,6 +19,60 @@ SANITIZERS = ("kasan", "kcsan")      # build variants: qemu/configs/<name>.confi
 def variant_branch(branch: str, variant: str) -> str:
     """The name a sanitizer variant's result goes by: "topic/locking+kcsan"."""
     return f"{branch}+{variant}" if variant else branch
+
+
+@dataclass
+class Target:
+    """One branch to test and what testing it means: the spec's suites,
+    modules, programs, cmdline and smp, its expectations (none under a
+    sanitizer: those are boots of the plain kernel)."""
+    spec: BranchSpec
+    fragments: list[Path]            # base.config, the spec's fragments, the variant's
+    variant: str = ""                # "" or a sanitizer build variant ("kcsan")
+    branch: str = ""                 # the name the result goes by: the spec's branch, or
+                                     # another for a variant beside the plain run
+                                     # ("topic/mm+kcsan") or a mutant
+    git_branch: str = ""             # the branch built, when `branch` names another
+    commit: str = ""
+    tree: str = ""
+    base_commit: str = ""
+    build_key: str = ""
+    key: str = ""
+
+    def __post_init__(self):
+        self.branch = self.branch or self.spec.branch
+
+    @property
+    def ref(self) -> str:
+        return self.spec.ref
+
+    @property
+    def topic(self) -> str:
+        return self.spec.name
+
+    @property
+    def kunit(self) -> list[str]:
+        return self.spec.kunit
+
+    @property
+    def modules(self) -> list[str]:
+        return self.spec.modules
+
+    @property
+    def programs(self) -> list[str]:
+        return self.spec.programs
+
+    @property
+    def cmdline(self) -> str:
+        return self.spec.cmdline
+
+    @property
+    def smp(self) -> int:
+        return self.spec.smp
+
+    @property
+    def expect(self) -> list:
+        return [] if self.variant else self.spec.expect
 
 
 def targets_from_manifest(m, qemu_dir: Path, kasan: bool = False,
@@ -71,54 +90,37 @@ def targets_from_manifest(m, qemu_dir: Path, kasan: bool = False,
     base_cfg = qemu_dir / "configs" / "base.config"
     run_variant = "kasan" if kasan else "kcsan" if kcsan else ""
     extra = [qemu_dir / "configs" / f"{run_variant}.config"] if run_variant else []
-    out = [Target(BASE, BASE, [base_cfg, *extra], variant=run_variant)]
-    want: dict[str, list[Target]] = {}
-    for name in m.order:
-        t = m.topics[name]
-        # A topic is tested with its dependencies' code: their fragments too.
-        chain = [m.topics[d] for d in m.closure(name)] + [t]
-        frags = _uniq([c.config for c in chain if c.config])
-        out.append(Target(t.branch, name, [base_cfg, *frags, *extra], kunit=list(t.kunit),
-                          modules=list(t.modules), programs=list(t.programs),
-                          cmdline=t.cmdline, smp=t.smp, variant=run_variant,
-                          expect=[] if run_variant else list(t.expect)))
-        for v in t.sanitizers:
-            want.setdefault(v, []).append(out[-1])
-    ts = [m.topics[n] for n in m.integration.topics]
-    out.append(Target(m.integration.branch, INTEGRATION,
-                      [base_cfg, *_uniq([t.config for t in ts if t.config]), *extra],
-                      kunit=_uniq(k for t in ts for k in t.kunit),
-                      modules=_uniq(x for t in ts for x in t.modules),
-                      programs=_uniq(x for t in ts for x in t.programs),
-                      cmdline=" ".join(_uniq(t.cmdline for t in ts if t.cmdline)),
-                      smp=max([t.smp for t in ts] or [2]), variant=run_variant,
-                      expect=[] if run_variant else _uniq(e for t in ts for e in t.expect)))
+    specs = branchspec.branches(m)
+    out = [Target(s, [base_cfg, *s.fragments, *extra], run_variant) for s in specs]
     if sanitizers and not run_variant:
-        integ = out[-1]
-        for v, plain in want.items():
+        # Per variant (in the order the topics ask for them): the base, the
+        # topics that ask for it, the integration branch.
+        want: dict[str, list[BranchSpec]] = {}
+        for s in specs:
+            if s.kind == "topic":
+                for v in s.sanitizers:
+                    want.setdefault(v, []).append(s)
+        for v, topics in want.items():
             vcfg = qemu_dir / "configs" / f"{v}.config"
-            out.append(Target(variant_branch(BASE, v), BASE, [base_cfg, vcfg], variant=v,
-                              git_branch=BASE))
-            for p in plain + [integ]:
-                out.append(dataclasses.replace(
-                    p, branch=variant_branch(p.branch, v), git_branch=p.branch, variant=v,
-                    fragments=[*p.fragments, vcfg], expect=[]))
+            for s in [specs[0], *topics, specs[-1]]:
+                out.append(Target(s, [base_cfg, *s.fragments, vcfg], v,
+                                  variant_branch(s.branch, v), s.branch))
     return out
 
 
 def select(targets: list[Target], names: list[str]) -> list[Target]:
-    """Targets named by topic or branch name ("base" and "integration" too);
-    all of them when no name is given.  The base always stays (reference)."""
+    """Targets named as every command names branches (branchspec.pick:
+    topic, branch, "integration", "base"), in the order named; all of
+    them when no name is given.  The base always stays (reference), under
+    every variant the selection runs."""
     if not names:
         return targets
-    want = []
+    specs = list({id(t.spec): t.spec for t in targets}.values())
+    topics = [s.name for s in specs if s.kind == "topic"]
+    want: list[Target] = []
     for n in names:
-        hit = [t for t in targets if n in (t.branch, t.topic)]
-        if not hit:
-            raise KtopicError(f"no topic or branch {n!r} (known: "
-                              f"{', '.join(t.topic for t in targets)})")
-        want.extend(h for h in hit if h not in want)
-    # The base of every variant the selection runs (the plain base always).
+        hit = [id(s) for s in branchspec.pick(specs, [n], topics)]
+        want += [t for t in targets if id(t.spec) in hit and not any(t is w for w in want)]
     variants = {t.variant for t in want}
     base = [t for t in targets if t.topic == BASE and
             (t.variant in variants or t.branch == BASE)]

@@ -34,7 +34,8 @@ from ktopic.model import yamlpos
 from ktopic.errors import Failure, KtopicError
 from ktopic.branches.generate import Generator, base_commit
 from ktopic.plumbing.gitutil import Git
-from ktopic.model.manifest import Carried, Manifest
+from ktopic.model.branchspec import INTEGRATION, BranchSpec
+from ktopic.model.manifest import Manifest
 from ktopic.model.workdir import Workdir
 
 MAGIC = "--- b4-submit-tracking ---"
@@ -61,46 +62,31 @@ ${signature}
 """
 
 
-@dataclass
-class Target:
-    label: str                   # topic name, or "integration"
-    branch: str
-    ref: str
-    subject: str
-    body: str
-    body_line: int
-    to: list[str]
-    cc: list[str]
-    recipients_line: int
-    topics: list[str]            # topics whose patches the series carries
-    depends: list[str]           # topics the series applies on (not mailed)
-    carried: list[Carried] = field(default_factory=list)
-
-
 def line_of(m: Manifest, *keys) -> int | None:
     return yamlpos.line_of(m.data, list(keys))
 
 
-def target(m: Manifest, name: str) -> Target:
+def subject(m: Manifest, t: BranchSpec) -> str:
+    """The series' subject: the manifest's, with the topic named."""
+    s = m.series.subject
+    return s if t.kind == INTEGRATION else f"{s} ({t.name})"
+
+
+def body(m: Manifest, t: BranchSpec) -> tuple[str, int]:
+    """The cover letter's own text and its line in the manifest: the
+    topic's description; the series' cover (else the integration
+    branch's description) for the integration branch."""
+    if t.kind != INTEGRATION:
+        return t.description, line_of(m, "topics", t.name, "description") or t.line
     s = m.series
-    if name == "integration":
-        i = m.integration
-        to, cc = list(i.to), list(i.cc)
-        if not to and not cc:                # every topic's recipients
-            for tn in i.topics:
-                to += [a for a in m.topics[tn].to if a not in to]
-                cc += [a for a in m.topics[tn].cc if a not in cc]
-        body, bline = (s.cover, line_of(m, "series", "cover")) if s.cover else \
-            (i.description, line_of(m, "integration", "description") or i.line)
-        return Target("integration", i.branch, i.ref, s.subject, body, bline or i.line,
-                      to, cc, i.line, list(i.topics), [],
-                      [c for tn in i.topics for t in [m.topics[tn]]
-                       for c in t.upstream + t.superseded + t.dropped])
-    t = m.topic(name)
-    return Target(name, t.branch, t.ref, f"{s.subject} ({name})", t.description,
-                  line_of(m, "topics", name, "description") or t.line, list(t.to), list(t.cc),
-                  t.line, [name], [m.topics[d].branch for d in m.closure(name)],
-                  t.upstream + t.superseded + t.dropped)
+    text, line = (s.cover, line_of(m, "series", "cover")) if s.cover else \
+        (t.description, line_of(m, "integration", "description") or t.line)
+    return text, line or t.line
+
+
+def applies_on(m: Manifest, t: BranchSpec) -> list[str]:
+    """The branches the series applies on (its dependencies, not mailed)."""
+    return [m.topic(d).branch for d in t.depends]
 
 
 def sender(m: Manifest) -> tuple[str, str]:
@@ -111,15 +97,15 @@ def sender(m: Manifest) -> tuple[str, str]:
     return name, addr
 
 
-def check_recipients(m: Manifest, t: Target) -> None:
+def check_recipients(m: Manifest, t: BranchSpec) -> None:
     if not t.to and not t.cc:
-        what = "integration" if t.label == "integration" else f"topic {t.label}"
+        what = "integration" if t.kind == INTEGRATION else f"topic {t.name}"
         raise KtopicError(f"{what} has no recipients: add `to:` (and `cc:`) to it in the manifest",
-                          m.display(), t.recipients_line)
+                          m.display(), t.line)
 
 
-def check_placeholders(m: Manifest, t: Target) -> None:
-    sources = [(t.subject, line_of(m, "series", "subject")), (t.body, t.body_line)]
+def check_placeholders(m: Manifest, t: BranchSpec) -> None:
+    sources = [(subject(m, t), line_of(m, "series", "subject")), body(m, t)]
     sources += [(c.subject + " " + c.where + " " + c.evidence, c.line) for c in t.carried]
     for text, line in sources:
         word = cover.placeholder(text)
@@ -184,7 +170,7 @@ def merge_addresses(to: list[str], cc: list[str], extra: list[str]) -> tuple[lis
 @dataclass
 class Plan:
     m: Manifest
-    t: Target
+    t: BranchSpec
     git: Git
     state: revisions.State
     revision: int
@@ -251,7 +237,9 @@ def changelog(old: list[tuple[str, str, str, str]] | None, new: list[tuple[str, 
 
 def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool = False,
          notes: list[str] | None = None) -> Plan:
-    t = target(m, name)
+    t = m.series_branch(name)
+    name = t.name
+    integration = t.kind == INTEGRATION
     sender(m)
     check_recipients(m, t)
     check_placeholders(m, t)
@@ -268,19 +256,18 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
                           f"`ktopic generate` first")
     base = base_commit(git, m)
     gen = Generator(m, wd)
-    start = base if t.label == "integration" else gen.start_of(base, name)
-    expected = gen.integration_head(base) if t.label == "integration" else gen.head_of(base, name)
+    start = base if integration else gen.start_of(base, name)
+    expected = gen.integration_head(base) if integration else gen.head_of(base, name)
     if head != expected:
         # Mail what the manifest says, never a branch it has moved past.
-        names = t.topics if t.label == "integration" else m.closure(name) + [name]
-        behind = [tn for tn in names
-                  if git.rev_parse(m.topics[tn].ref) != gen.head_of(base, tn)]
+        behind = [tn for tn in (t.topics if integration else t.depends + [name])
+                  if git.rev_parse(m.topic(tn).ref) != gen.head_of(base, tn)]
         gen.cache.save()
         raise KtopicError(f"{t.branch} is at {head[:12]}, not at {expected[:12]} which the "
                           f"manifest generates" +
                           (f" (behind the manifest: {', '.join('topic ' + b for b in behind)})"
                            if behind else " (edited by hand?)") +
-                          ": run `ktopic generate` first", m.display(), t.recipients_line)
+                          ": run `ktopic generate` first", m.display(), t.line)
     gen.cache.save()
     if not git.is_ancestor(start, head):
         raise Failure(f"branch {t.branch} does not start from the base and its dependencies "
@@ -288,17 +275,18 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     count = int(git.run("rev-list", "--count", f"{start}..{head}").strip())
     if count == 0:
         raise KtopicError(f"{t.branch} carries no patches of its own: nothing to mail",
-                          m.display(), t.recipients_line)
+                          m.display(), t.line)
     tree = git.tree_of(head)
     result_notes: list[str] = []
     # The patch files the revision is made of, by git blob id.
     stack = []
-    for tn in (t.topics if t.label == "integration" else m.closure(name) + [name]):
-        for p in m.topics[tn].patches:
+    specs = {s.name: s for s in m.branches()}
+    for s in ([] if integration else [specs[d] for d in t.depends]) + [t]:
+        for tn, p in s.patches:
             stack.append({"file": f"patches/{tn}/{p.rel}", "blob": revisions.blob_id(p.path)})
-    own = sum(len(m.topics[tn].patches) for tn in t.topics)
+    own = len(t.patches)
 
-    state = revisions.load(m.root, t.label) or revisions.new_state(m.root, m.series.name, t.label)
+    state = revisions.load(m.root, t.name) or revisions.new_state(m.root, m.series.name, t.name)
     rel = f"{revisions.STATE_DIR}/{state.path.name}"
     cur = state.current
     if reroll:
@@ -318,7 +306,7 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
             done = f"{len(cur.delivered)} of {cur.messages} messages"
             if not send:
                 raise KtopicError(f"v{revision} of {t.branch} was partly sent ({done}); it is not "
-                                  f"rewritten: `ktopic mail {t.label} --send` sends the rest, "
+                                  f"rewritten: `ktopic mail {t.name} --send` sends the rest, "
                                   f"--reroll mails v{revision + 1}", rel)
             if cur.head != head:
                 raise KtopicError(f"v{revision} of {t.branch} was partly sent ({done}) from "
@@ -333,9 +321,9 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     refs: list[tuple[str, str, str | None]] = []
     rd, rd_note = "", ""
     if prev:
-        old_head, how = revisions.find_commits(git, m.root, t.label, prev, gen.stacker)
+        old_head, how = revisions.find_commits(git, m.root, t.name, prev, gen.stacker)
         old = None
-        keep = f"{revisions.KEEP}{t.label}/v{prev.number}"
+        keep = f"{revisions.KEEP}{t.name}/v{prev.number}"
         if old_head and not git.ref(keep):
             refs.append((keep, old_head, None))      # found or rebuilt: keep it
         if old_head and git.rev_parse(prev.start):
@@ -355,15 +343,16 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
                 if n < revision and r.changes]
     ci = cover.ci_lines(m.root / "out" / "report.json", t.branch, head, tree)
     cin = cover.CoverInput(
-        subject=t.subject, body=t.body, branch=t.branch, head=head, tree=tree,
-        revision=revision, base_commit=base, start=start, depends=t.depends, carried=t.carried, ci=ci,
+        subject=subject(m, t), body=body(m, t)[0], branch=t.branch, head=head, tree=tree,
+        revision=revision, base_commit=base, start=start, depends=applies_on(m, t),
+        carried=t.carried, ci=ci,
         changelog=history, range_diff=rd, range_diff_note=rd_note,
         previous=revision - 1 if prev else 0)
     text = cover.render(m, cin)
     word = cover.placeholder(cover.render(m, cover.CoverInput(**{**cin.__dict__, "range_diff": ""})))
     if word or "EDITME" in text:
         raise KtopicError(f"the cover letter of {t.branch} still holds placeholder text "
-                          f"{word or 'EDITME'!r} (a --changes note?)", m.display(), t.body_line)
+                          f"{word or 'EDITME'!r} (a --changes note?)", m.display(), body(m, t)[1])
     extra, note = get_maintainers(git, start, head)
     if note:
         result_notes.append(f"recipients from the manifest only: {note}")
@@ -497,7 +486,7 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
         sent = _deliver(p, files, times)
         times["total"] = time.monotonic() - t0
         return Result(p, p.outdir, files, "", times, sent)
-    wt = Worktree(wd, p.git, p.t.label)
+    wt = Worktree(wd, p.git, p.t.name)
     # Sent or not, b4 writes the messages to files (`b4 send -o`): a send
     # delivers those files, so that what went out is known one by one.
     outdir = Path(output) if output else p.outdir
@@ -547,7 +536,7 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
         stack=p.stack, own=p.own, date=now, message_id=msgid, changes=p.changes,
         messages=len(files) if send else 0)
     st.revision = p.revision
-    keep = f"{revisions.KEEP}{p.t.label}/v{p.revision}"
+    keep = f"{revisions.KEEP}{p.t.name}/v{p.revision}"
     old = p.git.ref(keep)
     updates = list(p.refs) + ([(keep, p.head, old)] if old != p.head else [])
     if updates:
@@ -590,6 +579,6 @@ def _deliver(p: Plan, files: list[Path], times: dict) -> int:
     if out == 0:
         raise Failure(f"nothing of v{p.revision} of {p.t.branch} was sent: {d.error}")
     raise Failure(f"{out} of {total} messages of v{p.revision} of {p.t.branch} sent, then: "
-                  f"{d.error}; recorded in {rel}: `ktopic mail {p.t.label} --send` sends the "
+                  f"{d.error}; recorded in {rel}: `ktopic mail {p.t.name} --send` sends the "
                   f"other {total - out} (the same Message-Ids, in the same thread), or "
-                  f"`ktopic mail {p.t.label} --reroll --send` mails v{p.revision + 1}")
+                  f"`ktopic mail {p.t.name} --reroll --send` mails v{p.revision + 1}")

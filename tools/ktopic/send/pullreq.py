@@ -21,7 +21,8 @@ from ktopic.send import cover, revisions
 from ktopic.errors import KtopicError
 from ktopic.branches.generate import base_commit
 from ktopic.plumbing.gitutil import Git
-from ktopic.send.mail import line_of, sender, target
+from ktopic.send.mail import applies_on, body, line_of, sender, subject
+from ktopic.model.branchspec import INTEGRATION
 from ktopic.model.manifest import Manifest
 from ktopic.model.workdir import Workdir
 from ktopic.fileio import write_atomic
@@ -37,20 +38,21 @@ class Result:
 
 
 def tag_message(m: Manifest, label: str, rev: revisions.Revision, git: Git) -> str:
-    t = target(m, label)
-    lines = [f"{t.subject} v{rev.number}", ""]
-    lines += cover.wrap(t.body)
+    t = m.series_branch(label)
+    lines = [f"{subject(m, t)} v{rev.number}", ""]
+    lines += cover.wrap(body(m, t)[0])
     lines += cover.section("Topics")
+    specs = {s.name: s for s in m.branches()}
     for tn in t.topics:
-        topic = m.topics[tn]
+        topic = specs[tn]
         n = len(topic.patches)
         lines += cover.wrap(f"{tn} ({topic.branch}, {n} patch{'es' if n != 1 else ''}): "
                             f"{topic.description}", indent="  ", first="- ")
-        for c in topic.upstream + topic.superseded + topic.dropped:
+        for c in topic.carried:
             lines += cover.wrap(f"not carried ({c.kind}): \"{c.subject}\": {c.where}",
                                 indent="    ", first="  ")
     if t.depends:
-        lines += [""] + cover.wrap("Applies on top of " + ", ".join(t.depends) + ".")
+        lines += [""] + cover.wrap("Applies on top of " + ", ".join(applies_on(m, t)) + ".")
     lines += cover.section("Base")
     lines += cover.base_lines(m, base_commit(git, m), mail=False)
     lines += cover.section("CI results")
@@ -73,17 +75,17 @@ def _tag_text(git: Git, tag_object: str) -> str:
 
 
 def run(m: Manifest, wd: Workdir, name: str, retag: bool = False) -> Result:
-    t = target(m, name)
+    t = m.series_branch(name)
     who, addr = sender(m)
     url = m.series.public_url
     if not url:
         raise KtopicError("series.public-url is not set: a pull request names where the "
                           "branch is published", m.display(), line_of(m, "series"))
-    state = revisions.load(m.root, t.label)
-    rel = f"{revisions.STATE_DIR}/{t.label}.yaml"
-    if t.label != "integration" and not m.topics[t.label].patches:
+    state = revisions.load(m.root, t.name)
+    rel = f"{revisions.STATE_DIR}/{t.name}.yaml"
+    if t.kind != INTEGRATION and not t.patches:
         raise KtopicError(f"{t.branch} carries no patches of its own: there is nothing to "
-                          f"pull (nor to mail)", m.display(), t.recipients_line)
+                          f"pull (nor to mail)", m.display(), t.line)
     if state is None or state.current is None:
         raise KtopicError(f"{t.branch} is not enrolled: no revision of it was mailed "
                           f"(run `ktopic mail {name}` first)", rel)
@@ -96,11 +98,11 @@ def run(m: Manifest, wd: Workdir, name: str, retag: bool = False) -> Result:
         raise KtopicError(f"{t.branch} is at {head[:12] if head else 'nothing'}, not at "
                           f"{rev.head[:12]} which v{rev.number} mailed: mail it again "
                           f"(--reroll) first", rel)
-    tag = f"{m.series.name}/{t.label}-v{rev.number}"
+    tag = f"{m.series.name}/{t.name}-v{rev.number}"
     key = git.try_run("config", "--get", "user.signingkey").stdout.strip()
     existing = git.ref(f"refs/tags/{tag}")
     warnings: list[str] = []
-    message = tag_message(m, t.label, rev, git)
+    message = tag_message(m, t.name, rev, git)
     if existing:
         if git.rev_parse(f"refs/tags/{tag}") != rev.head:
             raise KtopicError(f"tag {tag} exists and points elsewhere "
