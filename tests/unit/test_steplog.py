@@ -1,0 +1,141 @@
+"""What a long step says in a log, and where a run's time went
+(kernel/steplog.py), without a kernel: builds that emit kbuild lines over
+a faked clock, through the StepLog itself, `ktopic ci`'s runner and the
+gates' bisect walk."""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+LINE = re.compile(r"^\[\s*(\d+\.\d)s\] (.*)$")
+# The kbuild lines of a faked 25-minute build: one every 1.5 s, as the
+# runner's 1-second throttle let through, then a 2-minute silent link.
+KBUILD_LINES, EVERY, LINK = 1000, 1.5, 120.0
+
+
+class Clock:
+    """time.monotonic() as the test says; the CPU time of the children
+    grows at 1.8 seconds per second of it (two busy cores)."""
+
+    def __init__(self) -> None:
+        self.now = 5000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def cpu(self) -> float:
+        return 1.8 * self.now
+
+
+def lines_of(text: str, *words: str) -> list[tuple[float, str]]:
+    """(seconds, text) of the timed lines that contain every word."""
+    out = []
+    for ln in text.splitlines():
+        m = LINE.match(ln.strip())
+        if m and all(w in m.group(2) for w in words):
+            out.append((float(m.group(1)), m.group(2)))
+    return out
+
+
+def gaps(times: list[float]) -> list[float]:
+    return [round(b - a, 1) for a, b in zip(times, times[1:])]
+
+
+# --- the StepLog alone ---------------------------------------------------------
+
+def fake_build(clock: Clock, step, tick) -> None:
+    """A 25-minute build: kbuild lines at uneven times, then a silent link;
+    tick() once a second, as the heartbeat thread does."""
+    t_end = clock.now + KBUILD_LINES * EVERY
+    n = 0
+    while clock.now < t_end:
+        clock.now += 0.5
+        if int(clock.now * 2) % 3 == 0:
+            n += 1
+            step.line(n, f"kernel/f{n}.o")
+        if clock.now == int(clock.now):
+            tick()
+    for _ in range(int(LINK)):
+        clock.now += 1.0
+        tick()
+
+
+def test_a_log_hears_from_a_long_build_every_30s_and_no_more():
+    from ktopic.kernel.steplog import StepLog
+    clock = Clock()
+    said: list[str] = []
+    log = StepLog(say=said.append, clock=clock, cpu=clock.cpu, load=lambda: 1.5, ticker=False)
+    with log.step("topic/fs", "build", kbuild=True) as s:
+        fake_build(clock, s, log.tick)
+        s.result("ok")
+    text = "\n".join(said)
+    timed = lines_of(text, "topic/fs: build")
+    assert timed[0][1] == "topic/fs: build: started"
+    assert timed[-1][1] == f"topic/fs: build: ok in 27m00s, {KBUILD_LINES} kbuild steps"
+    beats = [t for t, x in timed if ": running " in x]
+    # At least every 30 s (start, heartbeats, end), and no more often than ~30 s.
+    assert max(gaps([t for t, _ in timed])) <= 30.0
+    assert min(gaps(beats)) >= 29.0 and beats[0] - timed[0][0] >= 29.0
+    assert len(timed) == 2 + len(beats) and len(beats) <= (KBUILD_LINES * EVERY + LINK) / 29
+    # A heartbeat says how long, how far and what (the link says no target
+    # anew, but the count stands).
+    assert re.fullmatch(r"topic/fs: build: running 14m3\ds, \d+ kbuild steps \(kernel/f\d+\.o\)",
+                        next(x for t, x in timed if "running 14m3" in x))
+    assert any("running 26m" in x for _, x in timed)
+
+
+def test_the_heartbeat_thread_speaks_for_a_silent_step():
+    """No kbuild line at all (a boot, a W=1 pass): the thread says it runs."""
+    from ktopic.kernel.steplog import StepLog
+    said: list[str] = []
+    heard = threading.Event()
+
+    def say(s: str) -> None:
+        said.append(s)
+        if ": running " in s:
+            heard.set()
+    with StepLog(say=say, interval=0.2, period=0.02) as log:
+        with log.step("topic/mm", "boot+tests", "boot and tests"):
+            assert heard.wait(10), said
+    assert re.search(r"topic/mm: boot and tests: running \ds$", said[1]), said
+
+
+def test_totals_add_up_and_say_where_the_time_went():
+    from ktopic.kernel.steplog import StepLog
+    from ktopic.report import report as rep
+    clock = Clock()
+    cc = iter([(10, 5), (13, 105), (13, 105), (20, 106)])
+    log = StepLog(clock=clock, cpu=clock.cpu, load=lambda: 2.5, ccache=lambda: next(cc))
+    clock.now += 3                                  # git, caches: nobody's step
+    for i, secs in enumerate((100.0, 50.0), 1):
+        with log.step("topic/mm", "bisect builds", f"bisect build {i} of 2", kbuild=True) as s:
+            clock.now += secs
+            s.line(7, "mm/filemap.o")
+    with log.step("topic/mm", "warnings"):
+        clock.now += 20
+    clock.now += 2
+    rows = log.totals()
+    by = {(r.branch, r.stage): r for r in rows}
+    b = by[("topic/mm", "bisect builds")]
+    assert (b.seconds, b.cpu, b.runs, b.kbuild, b.load) == (150.0, 270.0, 2, 14, 2.5)
+    assert (b.ccache_hits, b.ccache_misses) == (3 + 7, 100 + 1)
+    assert by[("topic/mm", "warnings")].ccache_hits is None      # not a build: not asked
+    assert [r.stage for r in rows] == ["bisect builds", "warnings", "other", "total"]
+    assert (by[("", "other")].seconds, by[("", "total")].seconds) == (5.0, 175.0)
+    assert sum(r.seconds for r in rows[:-1]) == pytest.approx(rows[-1].seconds)
+    assert sum(r.cpu for r in rows[:-1]) == pytest.approx(rows[-1].cpu) == 1.8 * 175
+    text = "\n".join(rep.timing_lines(rows))
+    assert text.startswith("where the time went:")
+    assert re.search(r"topic/mm\s+bisect builds\s+2\s+150\.0\s+270\.0\s+2\.50\s+14\s+10/101",
+                     text), text
+    assert re.search(r"\(run\)\s+total\s+3\s+175\.0\s+315\.0", text), text
