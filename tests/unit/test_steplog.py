@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 sys.path.insert(0, str(Path(__file__).parent))
+
+from ktopic.gates import gatecache  # noqa: E402
+from ktopic.kernel import build as buildmod  # noqa: E402
+
+from test_check_gates import TOOLS, _gates  # noqa: E402
 
 
 LINE = re.compile(r"^\[\s*(\d+\.\d)s\] (.*)$")
@@ -139,3 +145,34 @@ def test_totals_add_up_and_say_where_the_time_went():
     assert re.search(r"topic/mm\s+bisect builds\s+2\s+150\.0\s+270\.0\s+2\.50\s+14\s+10/101",
                      text), text
     assert re.search(r"\(run\)\s+total\s+3\s+175\.0\s+315\.0", text), text
+
+
+# --- the gates' bisect walk -------------------------------------------------------
+
+def test_bisect_walk_says_which_commit_it_builds_and_that_it_still_runs(generated,
+                                                                           monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(time, "monotonic", clock)
+    monkeypatch.setattr(gatecache, "toolchain", lambda cache: dict(TOOLS))
+
+    def build(root, git_dir, req):
+        # 100 s per commit, a kbuild line every 2 s
+        for n in range(1, 51):
+            clock.now += 2.0
+            if req.on_line:
+                req.on_line(n, f"lib/x{n}.o")
+        return buildmod.BuildResult(name=req.name, ok=True, out=root / "build" / req.name)
+    monkeypatch.setattr(buildmod, "build", build)
+    tvs, log = _gates(generated, bisect=True, warnings=False)
+    commits = [(b.commit, b.subject) for b in tvs["counters"].bisect.builds]
+    assert len(commits) == 2 and tvs["counters"].bisect.ok
+    text = "\n".join(log)
+    for i, (sha, subject) in enumerate(commits, 1):
+        mine = lines_of(text, "topic/counters:", sha[:12])
+        what = f"topic/counters: bisect build {i} of 2 {sha[:12]} ({subject})"
+        assert mine[0][1] == f"{what}: started", mine
+        assert mine[-1][1] == f"{what}: ok in 1m40s, 50 kbuild steps", mine
+        beats = [x for _, x in mine if ": running " in x]
+        assert len(beats) == 3 and re.fullmatch(
+            re.escape(what) + r": running \d\ds, \d\d kbuild steps \(lib/x\d\d\.o\)", beats[0])
+        assert max(gaps([t for t, _ in mine])) <= 30.0
