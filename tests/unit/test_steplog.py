@@ -5,6 +5,8 @@ gates' bisect walk."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 import sys
 import threading
@@ -19,9 +21,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from ktopic.gates import gatecache  # noqa: E402
 from ktopic.kernel import build as buildmod  # noqa: E402
+from ktopic.runner import runner as runner_mod  # noqa: E402
+from ktopic.runner.options import Options  # noqa: E402
 
+from test_ci import console, world  # noqa: E402,F401  (fixture)
 from test_check_gates import TOOLS, _gates  # noqa: E402
-
+from test_ktap import parser  # noqa: E402,F401  (fixture)
 
 LINE = re.compile(r"^\[\s*(\d+\.\d)s\] (.*)$")
 # The kbuild lines of a faked 25-minute build: one every 1.5 s, as the
@@ -145,6 +150,104 @@ def test_totals_add_up_and_say_where_the_time_went():
     assert re.search(r"topic/mm\s+bisect builds\s+2\s+150\.0\s+270\.0\s+2\.50\s+14\s+10/101",
                      text), text
     assert re.search(r"\(run\)\s+total\s+3\s+175\.0\s+315\.0", text), text
+
+
+# --- ktopic ci: the runner in a log ------------------------------------------
+
+@pytest.fixture
+def ci_clock(world, monkeypatch):  # noqa: F811
+    """world (test_ci.py) with a faked clock, and topic/a's build a faked
+    25-minute one; the run's StepLog kept, its ticks made by the build."""
+    clock = Clock()
+    monkeypatch.setattr(time, "monotonic", clock)
+    try:
+        from ktopic.kernel import steplog
+        monkeypatch.setattr(steplog, "children_cpu", clock.cpu)
+    except ImportError:      # main before the StepLog: the run is still made, the log read
+        pass
+    logs = []
+    made = getattr(runner_mod, "_steps", None)
+
+    def steps(live, root):
+        log = made(live, root)
+        log._ticker = False              # its ticks come from the build, in step with the clock
+        logs.append(log)
+        return log
+    monkeypatch.setattr(runner_mod, "_steps", steps, raising=False)
+    built = buildmod.build
+
+    def build(root, git_dir, req):
+        res = built(root, git_dir, req)
+        if req.name != "topic_a":
+            return res
+
+        class Step:
+            def line(self, n, what):
+                if req.on_line:
+                    req.on_line(n, what)
+        tick = logs[0].tick if logs else (lambda: None)
+        fake_build(clock, Step(), tick)
+        return res
+    monkeypatch.setattr(buildmod, "build", build)
+    world.consoles.update({"base": console(), "topic_a": console()})
+    world.wd.lock = contextlib.nullcontext
+    world.clock = clock
+    return world
+
+
+def test_ci_log_hears_from_a_long_build_every_30s_and_no_more(ci_clock, capsys):
+    w = ci_clock
+    report = runner_mod.run_targets(w.m, w.wd, Options(accel="tcg"), ["a"], w.out,
+                                    write_report=True, use_live=True)
+    assert report.ok
+    out = capsys.readouterr().out
+    timed = lines_of(out, "topic/a: build")
+    assert timed[0][1] == "topic/a: build running"
+    assert timed[-1][1].startswith("topic/a: build pass")
+    # Before: one line every 1.5 s (about 1,000 for the build).
+    assert len(timed) <= 2 + (KBUILD_LINES * EVERY + LINK) / 29, f"{len(timed)} lines"
+    assert max(gaps([t for t, _ in timed])) <= 30.0
+    assert min(gaps([t for t, _ in timed[:-1]])) >= 29.0
+    assert re.fullmatch(r"topic/a: build: running 26m\d\ds, 1000 kbuild steps \(kernel/f1000\.o\)",
+                        timed[-2][1]), timed[-2:]
+
+
+def test_ci_report_says_where_the_time_went(ci_clock, capsys):
+    w = ci_clock
+    runner_mod.run_targets(w.m, w.wd, Options(accel="tcg"), ["a"], w.out,
+                           write_report=True, use_live=True)
+    rows = json.loads((w.out / "report.json").read_text()).get("timing")
+    assert rows, "no timing in report.json"
+    by = {(r["branch"], r["stage"]): r for r in rows}
+    build = by[("topic/a", "build")]
+    assert build["seconds"] == KBUILD_LINES * EVERY + LINK and build["kbuild"] == KBUILD_LINES
+    assert build["cpu"] == pytest.approx(1.8 * build["seconds"])
+    assert {("base", "build"), ("base", "boot+tests"), ("topic/a", "boot+tests")} <= set(by)
+    total = by[("", "total")]
+    assert [r["stage"] for r in rows[-2:]] == ["other", "total"]
+    assert sum(r["seconds"] for r in rows[:-1]) == pytest.approx(total["seconds"], abs=0.05)
+    assert sum(r["cpu"] for r in rows[:-1]) == pytest.approx(total["cpu"], abs=0.05)
+    assert total["seconds"] >= build["seconds"]
+
+
+def test_ci_command_prints_the_table(ci_clock, capsys, monkeypatch):
+    from ktopic.commands import cmd_ci
+    w = ci_clock
+    monkeypatch.setattr(cmd_ci, "run_targets", lambda *a, **k: runner_mod.run_targets(
+        w.m, w.wd, Options(accel="tcg"), ["a"], w.out, write_report=True, use_live=True))
+    monkeypatch.setattr(cmd_ci.common, "_manifest", lambda args: w.m)
+    monkeypatch.setattr(cmd_ci.common, "_workdir", lambda args: w.wd)
+    monkeypatch.setattr(cmd_ci.common, "options_from_args", lambda args: Options(accel="tcg"))
+
+    class Args:
+        gates_only = no_check = no_sanitizers = False
+        out = w.out
+        branches = ["a"]
+        workdir = None
+    assert cmd_ci.run(Args()) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("where the time went:"):].splitlines()
+    assert re.search(r"topic/a\s+build\s+1\s+1620\.0\s+2916\.0", "\n".join(table)), table
 
 
 # --- the gates' bisect walk -------------------------------------------------------
