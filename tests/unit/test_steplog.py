@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ktopic.gates import gatecache  # noqa: E402
+from ktopic.gates import bisectable, gatecache  # noqa: E402
 from ktopic.kernel import build as buildmod  # noqa: E402
 from ktopic.runner import runner as runner_mod  # noqa: E402
 from ktopic.runner.options import Options  # noqa: E402
@@ -279,3 +279,48 @@ def test_bisect_walk_says_which_commit_it_builds_and_that_it_still_runs(generate
         assert len(beats) == 3 and re.fullmatch(
             re.escape(what) + r": running \d\ds, \d\d kbuild steps \(lib/x\d\d\.o\)", beats[0])
         assert max(gaps([t for t, _ in mine])) <= 30.0
+
+
+def test_gate_steps_add_up_per_topic(generated, monkeypatch):
+    """--bisect --warnings: every build and W=1/sparse pass is a step of its
+    topic's row; the rows add up to the run."""
+    from ktopic.gates import check, new_warnings
+    from ktopic.kernel.steplog import StepLog
+    from ktopic.model import manifest
+    from ktopic.model.workdir import Workdir
+    clock = Clock()
+    monkeypatch.setattr(time, "monotonic", clock)
+    monkeypatch.setattr(gatecache, "toolchain", lambda cache: dict(TOOLS))
+
+    def build(root, git_dir, req):
+        for n in range(1, 11):
+            clock.now += 10.0
+            req.on_line(n, f"lib/x{n}.o")
+        return buildmod.BuildResult(name=req.name, ok=True, out=root / "build" / req.name)
+
+    def collect(p, wd, at, jobs=0, log=None):
+        clock.now += 40.0
+        return new_warnings.Collected(at, p.start if at == "start" else p.head, ["lib/x.c"])
+    monkeypatch.setattr(buildmod, "build", build)
+    monkeypatch.setattr(new_warnings, "collect", collect)
+    _gates(generated, bisect=False, warnings=False)          # writes qemu/configs/base.config
+    m = manifest.load(generated.manifest)
+    said: list[str] = []
+    steps = StepLog(say=said.append, clock=clock, cpu=clock.cpu, load=lambda: 1.0, ticker=False)
+    tvs = [check.TopicVerdict(t, m.topics[t].branch) for t in ("counters", "names")]
+    wd = Workdir(generated.workdir)
+    check._build_gates(m, wd, tvs,
+                       check.Options(bisect=True, warnings=True), said.append, steps)
+    rows = steps.totals()
+    by = {(r.branch, r.stage): r for r in rows}
+    for tv in tvs:
+        n = len(tv.bisect.builds)
+        b, w = by[(tv.branch, "bisect builds")], by[(tv.branch, "warnings")]
+        assert (b.seconds, b.runs, b.kbuild, w.seconds, w.runs) == (100.0 * n, n, 10 * n, 80.0, 2)
+        at = bisectable.plan(m, wd, tv.topic).start[:12]
+        start = [x for _, x in lines_of("\n".join(said), f"{tv.branch}: W=1/sparse at the start")]
+        assert start == [f"{tv.branch}: W=1/sparse at the start {at}: started",
+                         f"{tv.branch}: W=1/sparse at the start {at}: "
+                         "0 diagnostic(s) in 1 file(s) in 40s"], said
+    assert sum(r.seconds for r in rows[:-1]) == pytest.approx(rows[-1].seconds)
+    assert rows[-1].seconds == sum(100.0 * len(tv.bisect.builds) + 80.0 for tv in tvs)
