@@ -10,6 +10,7 @@ with codespell on the real patches.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -297,6 +298,12 @@ def test_cli(proj, ktopic):
     import json
     v = json.loads((proj.root / "v.json").read_text())
     assert v[0]["topic"] == "counters" and v[0]["versions"]["checkpatch"]
+    # where the time went: the table before the last line, the topic's row in --json
+    table = r.out[r.out.index("where the time went:"):].splitlines()
+    assert re.match(r"\s+topic/counters\s+checkpatch\s+1\s", table[2]), table
+    assert re.match(r"\s+\(run\)\s+total\s", table[-2]) and table[-1].startswith("check: ")
+    assert [(t["branch"], t["stage"], t["runs"]) for t in v[0]["timing"]] == [
+        ("topic/counters", "checkpatch", 1)]
     r = ktopic("-m", proj.root / "branches.yaml", "-w", proj.wd, "check", "nosuch")
     assert r.status == 2 and "no topic 'nosuch'" in r.err
 

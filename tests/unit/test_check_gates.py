@@ -231,7 +231,7 @@ class _Fakes:
         monkeypatch.setattr(new_warnings, "collect", self.collect)
         monkeypatch.setattr(gatecache, "toolchain", lambda cache: dict(TOOLS))
 
-    def walk(self, p, wd, jobs=0, progress=False, log=None):
+    def walk(self, p, wd, jobs=0, progress=False, log=None, steps=None):
         self.calls.append(("walk", p.topic))
         if p.topic in self.fail_bisect:
             b = bisectable.CommitBuild(p.commits[0][0], p.commits[0][1], False, 1.0, "failed",
@@ -241,7 +241,7 @@ class _Fakes:
         return bisectable.BisectResult(ok=True, total=len(p.commits), builds=[
             bisectable.CommitBuild(sha, s, True, 1.0) for sha, s in p.commits])
 
-    def build_head(self, p, wd, jobs=0, progress=False, log=None):
+    def build_head(self, p, wd, jobs=0, progress=False, log=None, steps=None):
         self.calls.append(("head", p.topic))
         return True
 

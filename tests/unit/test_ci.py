@@ -177,7 +177,7 @@ def world(tmp_path, monkeypatch, parser):  # noqa: F811
     def targets(*names):
         return T.select(T.targets_from_manifest(m, repo / "qemu"), list(names))
     return SimpleNamespace(runner=runner, targets=targets, consoles=consoles, calls=calls,
-                           out=tmp_path / "out", root=root)
+                           out=tmp_path / "out", root=root, m=m, wd=wd)
 
 
 def run_all(w, runner, *names):

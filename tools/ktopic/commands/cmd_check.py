@@ -12,8 +12,10 @@ import sys
 from pathlib import Path
 from ktopic.errors import Failure
 from ktopic.gates import check
+from ktopic.kernel import steplog
 from ktopic.model import manifest
 from ktopic.model.workdir import Workdir
+from ktopic.report import report as rep
 from ktopic.fileio import write_atomic
 
 
@@ -50,8 +52,14 @@ def run(args) -> int:
     # The style gates only read the repository and their own content cache;
     # the build gates take the work directory's lock for the topics their
     # cache does not answer (an unchanged topic waits for no other run).
-    verdicts = check.check_topics(m, wd, args.topics, opts,
-                                  log=lambda s: print(s, file=sys.stderr, flush=True))
+    # In a log, each build step says what it does every 30 s (a terminal
+    # has the build's progress bar).
+    def say(s: str) -> None:
+        print(s, file=sys.stderr, flush=True)
+    with steplog.StepLog(say=say, heartbeat=not sys.stderr.isatty(),
+                         ccache=steplog.ccache_counter(wd.root / "ccache")) as steps:
+        verdicts = check.check_topics(m, wd, args.topics, opts, log=say, steps=steps)
+        timing = steps.totals()
     for tv in verdicts:
         print("\n".join(check.render(tv, tools=False)))
     if verdicts:
@@ -59,6 +67,7 @@ def run(args) -> int:
     bad = [tv for tv in verdicts if not tv.ok]
     if args.json:
         write_atomic(args.json, json.dumps([tv.to_dict() for tv in verdicts], indent=1) + "\n")
+    rep.print_timing(timing)
     print(f"check: {len(verdicts) - len(bad)} of {len(verdicts)} topic(s) pass"
           + (f"; failing: {', '.join(tv.topic for tv in bad)}" if bad else ""))
     return 1 if bad else 0

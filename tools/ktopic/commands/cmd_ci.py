@@ -45,4 +45,6 @@ def run(args) -> int:
                          out_dir, write_report=True, use_live=True)
     print()
     rep.print_report(report)
+    print()
+    rep.print_timing(report.timing)
     return 0 if report.ok else 1

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ktopic.kernel import build as buildmod
+from ktopic.kernel.steplog import StepLog
 from ktopic.model import results as R
 from ktopic.model.targets import targets_from_manifest
 from ktopic.errors import Failure
@@ -197,7 +198,7 @@ def without_symbols(fragments: list[Path], names: list[str], out: Path) -> list[
 
 
 def build_commit(p: Plan, wd, commit: str, parent: str | None, jobs: int = 0,
-                 progress: bool = False) -> CommitBuild:
+                 progress: bool = False, on_line=None) -> CommitBuild:
     """Build one commit of the plan in its build directory.
 
     The fragments describe the topic's head: an option the topic adds in a
@@ -206,7 +207,7 @@ def build_commit(p: Plan, wd, commit: str, parent: str | None, jobs: int = 0,
     defines) are left out and the commit is built again without them (a
     note says which); every other value must still stick."""
     t0 = time.monotonic()
-    res = _build(p, wd, commit, parent, p.fragments, jobs, progress)
+    res = _build(p, wd, commit, parent, p.fragments, jobs, progress, on_line)
     if isinstance(res, CommitBuild):
         return res
     notes = []
@@ -217,7 +218,7 @@ def build_commit(p: Plan, wd, commit: str, parent: str | None, jobs: int = 0,
             notes.append(f"not defined at this commit, left out: {', '.join(absent)}")
             frags = without_symbols(p.fragments, absent,
                                     wd.gate_cache / "fragments" / p.build_name)
-            res = _build(p, wd, commit, parent, frags, jobs, progress)
+            res = _build(p, wd, commit, parent, frags, jobs, progress, on_line)
             if isinstance(res, CommitBuild):
                 res.notes = notes
                 return res
@@ -226,13 +227,13 @@ def build_commit(p: Plan, wd, commit: str, parent: str | None, jobs: int = 0,
 
 
 def _build(p: Plan, wd, commit: str, parent: str | None, fragments: list[Path], jobs: int,
-           progress: bool):
+           progress: bool, on_line=None):
     """build.build() of one commit: its BuildResult, or a failed CommitBuild."""
     root = Path(wd.root)
     t0 = time.monotonic()
     req = buildmod.BuildRequest(name=p.build_name, commit=commit, base=parent,
                                 fragments=fragments, jobs=jobs, progress=progress,
-                                seed=wd.build_dir(buildmod.build_dir_name("base")))
+                                on_line=on_line, seed=wd.build_dir(buildmod.build_dir_name("base")))
     try:
         return buildmod.build(root, Path(wd.git_dir), req)
     except Failure as e:
@@ -240,39 +241,53 @@ def _build(p: Plan, wd, commit: str, parent: str | None, fragments: list[Path], 
                            str(e).splitlines()[:20])
 
 
-def walk(p: Plan, wd, jobs: int = 0, progress: bool = False, log=None) -> BisectResult:
-    """Build every commit of the plan, oldest first; stop at the first failure."""
+def _outcome(b: CommitBuild) -> str:
+    return "ok" if b.ok else "FAILED: " + b.error
+
+
+def walk(p: Plan, wd, jobs: int = 0, progress: bool = False, log=None,
+         steps: StepLog | None = None) -> BisectResult:
+    """Build every commit of the plan, oldest first; stop at the first failure.
+    Each build is a step of row (branch, "bisect builds") in steps
+    (kernel/steplog.py; default: start and end lines to log)."""
     res = BisectResult(ok=True, total=len(p.commits))
     if p.error:
         return BisectResult(ok=False, error=p.error)
+    steps = steps or StepLog(say=log, heartbeat=False)
     parent = p.start
     for i, (sha, subject) in enumerate(p.commits, 1):
-        if log:
-            log(f"bisect {p.branch}: [{i}/{len(p.commits)}] {sha[:12]} {subject}")
-        b = build_commit(p, wd, sha, parent, jobs, progress)
+        with steps.step(p.branch, "bisect builds", f"bisect build {i} of {len(p.commits)}",
+                        commit=sha, subject=subject, kbuild=True) as st:
+            b = build_commit(p, wd, sha, parent, jobs, progress, on_line=st.line)
+            st.result(_outcome(b))
         b.subject = subject
         res.builds.append(b)
-        if log:
-            log(f"bisect {p.branch}:   {'ok' if b.ok else 'FAILED: ' + b.error} "
-                f"in {b.seconds:.0f}s")
         if not b.ok:
             res.ok = False
             res.first_bad = b
             if i == 1 and p.start:
-                if log:
-                    log(f"bisect {p.branch}: the first commit fails; building its start "
-                        f"{p.start[:12]}")
-                s = build_commit(p, wd, p.start, None, jobs, progress)
+                # The first commit fails: does its start (base + dependencies) build?
+                with steps.step(p.branch, "bisect builds", "bisect build of the start",
+                                commit=p.start, subject="base + dependencies",
+                                kbuild=True) as st:
+                    s = build_commit(p, wd, p.start, None, jobs, progress, on_line=st.line)
+                    st.result(_outcome(s))
                 res.start_ok = s.ok
             break
         parent = sha
     return res
 
 
-def build_head(p: Plan, wd, jobs: int = 0, progress: bool = False, log=None) -> bool:
-    """Build only the head (for --warnings without --bisect)."""
+def build_head(p: Plan, wd, jobs: int = 0, progress: bool = False, log=None,
+               steps: StepLog | None = None) -> bool:
+    """Build only the head (for --warnings without --bisect): a step of row
+    (branch, "head build")."""
     if p.error:
         return False
-    if log:
-        log(f"build {p.branch}: {p.head[:12]}")
-    return build_commit(p, wd, p.head, p.start, jobs, progress).ok
+    steps = steps or StepLog(say=log, heartbeat=False)
+    subject = p.commits[-1][1] if p.commits and p.commits[-1][0] == p.head else ""
+    with steps.step(p.branch, "head build", "build of the head", commit=p.head,
+                    subject=subject, kbuild=True) as st:
+        b = build_commit(p, wd, p.head, p.start, jobs, progress, on_line=st.line)
+        st.result(_outcome(b))
+    return b.ok

@@ -37,6 +37,7 @@ from ktopic.gates import checkpatch as cp
 from ktopic.gates import hygiene as hy
 from ktopic.gates import new_warnings as wn
 from ktopic.gates.gatecache import GateCache
+from ktopic.kernel.steplog import StepLog
 from ktopic.model import results as R
 from ktopic.model.results import branch_dir
 from ktopic.plumbing.patchfile import parse
@@ -72,6 +73,7 @@ class TopicVerdict:
     warnings: object = None          # new_warnings.WarningsResult
     versions: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    timing: list[R.StageTime] = field(default_factory=list)   # this topic's rows (steplog)
 
     def summary(self) -> str:
         n = len(self.patches)
@@ -193,10 +195,12 @@ def _apply_waivers(pv: PatchVerdict, waivers) -> None:
 
 
 def check_topics(m, wd, names: list[str], opts: Options | None = None,
-                 log=None) -> list[TopicVerdict]:
+                 log=None, steps: StepLog | None = None) -> list[TopicVerdict]:
     """Run the gates on the named topics (all when empty).  With opts.bisect
     or opts.warnings the work directory's lock is taken for the topics that
-    the gate cache does not answer (gatecache.py)."""
+    the gate cache does not answer (gatecache.py).  steps (kernel/steplog.py)
+    times the style gates and each build gate step, and says in a log what
+    runs; by default the build gates' steps go to log."""
     opts = opts or Options()
     t0 = time.monotonic()
     names = resolve_names(m, names)
@@ -231,7 +235,11 @@ def check_topics(m, wd, names: list[str], opts: Options | None = None,
 
     verdicts: dict[Path, PatchVerdict] = {}
     maintainers: dict[Path, list[str]] = {}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    branches = [_branch_of(m, n) for n in names]
+    with (steps or StepLog()).step(branches[0] if len(branches) == 1 else "every topic",
+                                   "checkpatch", f"checkpatch, hygiene, recipients of "
+                                   f"{len(todo)} patch(es)"), \
+            ThreadPoolExecutor(max_workers=workers) as pool:
         # The slow checkpatch runs first, get_maintainer.pl behind them.
         futs = [pool.submit(one, p) for p in todo] + [pool.submit(maint, p) for p in todo]
         for f in futs:
@@ -259,29 +267,49 @@ def check_topics(m, wd, names: list[str], opts: Options | None = None,
             tv.notes += notes
         out.append(tv)
     if opts.bisect or opts.warnings:
-        _build_gates(m, wd, out, opts, log)
+        _build_gates(m, wd, out, opts, log, steps)
     for tv in out:
         tv.ok = all(p.ok for p in tv.patches) and not any(not r.waived for r in tv.recipients) \
             and (tv.bisect is None or tv.bisect.ok) and (tv.warnings is None or tv.warnings.ok)
         tv.seconds = time.monotonic() - t0
+    if steps is not None:
+        rows = steps.totals()
+        for tv in out:
+            tv.timing = [r for r in rows if r.branch == tv.branch]
     return out
 
 
-def _build_gates(m, wd, verdicts: list[TopicVerdict], opts: Options, log) -> None:
+def _build_gates(m, wd, verdicts: list[TopicVerdict], opts: Options, log,
+                 steps: StepLog | None = None) -> None:
     """--bisect and --warnings: one walk per topic in its build directory:
     W=1/sparse of the start, every commit built, W=1/sparse of the head.
 
     A passing verdict is remembered by content (gatecache): a topic whose
     start, head, config and toolchain are unchanged is not walked again,
     and costs no lock either; the lock is taken only when something is
-    built (re-entrant: ci already holds it)."""
+    built (re-entrant: ci already holds it).
+
+    Every build and W=1/sparse pass is a step of `steps`; without one, a
+    StepLog writes their lines to log, with a line every 30 s while one
+    runs (kernel/steplog.py)."""
+    own = steps is None
+    steps = steps or StepLog(say=log)
+    try:
+        _build_gates_steps(m, wd, verdicts, opts, log, steps)
+    finally:
+        if own:
+            steps.close()
+
+
+def _build_gates_steps(m, wd, verdicts: list[TopicVerdict], opts: Options, log,
+                       steps: StepLog) -> None:
     gates = [g for g, on in (("bisect", opts.bisect), ("warnings", opts.warnings)) if on]
     cache = GateCache(wd)
     todo = []
     for tv in verdicts:
         plan = bs.plan(m, wd, tv.topic)
         if plan.error:
-            _walk(plan, wd, tv, cache, opts, log)      # says what is missing; builds nothing
+            _walk(plan, wd, tv, cache, opts, log, steps)   # says what is missing; builds nothing
         elif not _from_cache(tv, plan, cache, gates, log):
             todo.append(tv)
     if not todo:
@@ -291,7 +319,7 @@ def _build_gates(m, wd, verdicts: list[TopicVerdict], opts: Options, log) -> Non
             # Again under the lock: a run that held it may have moved the refs.
             plan = bs.plan(m, wd, tv.topic)
             if plan.error or not _from_cache(tv, plan, cache, gates, log):
-                _walk(plan, wd, tv, cache, opts, log)
+                _walk(plan, wd, tv, cache, opts, log, steps)
 
 
 def _from_cache(tv: TopicVerdict, plan, cache, gates: list[str], log) -> bool:
@@ -306,7 +334,7 @@ def _from_cache(tv: TopicVerdict, plan, cache, gates: list[str], log) -> bool:
     return True
 
 
-def _walk(plan, wd, tv: TopicVerdict, cache, opts: Options, log) -> None:
+def _walk(plan, wd, tv: TopicVerdict, cache, opts: Options, log, steps: StepLog) -> None:
     """Run the requested gates that the cache does not answer; store what passes."""
     if plan.error:
         if opts.bisect:
@@ -322,23 +350,34 @@ def _walk(plan, wd, tv: TopicVerdict, cache, opts: Options, log) -> None:
         log(f"gates {plan.branch}: {' and '.join(run)} at {plan.start[:12]}..{plan.head[:12]} "
             f"({len(plan.commits)} commit(s))" + ("; bisect cached" if hit_b else "")
             + ("; warnings cached" if hit_w else ""))
-    before = wn.collect(plan, wd, at="start", jobs=opts.jobs, log=log) if need_w else None
+    before = _collect(plan, wd, "start", opts, log, steps) if need_w else None
     tv.bisect = hit_b
     built = True
     if need_b:
-        tv.bisect = bs.walk(plan, wd, jobs=opts.jobs, progress=opts.progress, log=log)
+        tv.bisect = bs.walk(plan, wd, jobs=opts.jobs, progress=opts.progress, log=log,
+                            steps=steps)
         built = tv.bisect.ok
         cache.store("bisect", plan, tv.bisect)
     elif need_w:
-        built = bs.build_head(plan, wd, jobs=opts.jobs, progress=opts.progress, log=log)
+        built = bs.build_head(plan, wd, jobs=opts.jobs, progress=opts.progress, log=log,
+                              steps=steps)
     tv.warnings = hit_w
     if need_w:
         if not built:
             tv.warnings = wn.WarningsResult(ok=False, error="the branch does not build")
         else:
-            after = wn.collect(plan, wd, at="head", jobs=opts.jobs, log=log)
+            after = _collect(plan, wd, "head", opts, log, steps)
             tv.warnings = wn.compare(before, after)
             cache.store("warnings", plan, tv.warnings)
+
+
+def _collect(plan, wd, at: str, opts: Options, log, steps: StepLog):
+    """W=1/sparse at the start or head: a step of row (branch, "warnings")."""
+    commit = plan.start if at == "start" else plan.head
+    with steps.step(plan.branch, "warnings", f"W=1/sparse at the {at}", commit=commit) as st:
+        col = wn.collect(plan, wd, at=at, jobs=opts.jobs, log=log)
+        st.result(f"{len(col.diagnostics)} diagnostic(s) in {len(col.files)} file(s)")
+    return col
 
 
 # ------------------------------------------------------------- rendering

@@ -89,6 +89,20 @@ class BranchResult:
             not any(not f.in_base for f in self.findings)
 
 
+@dataclass
+class StageTime:
+    """Where a run's time went: one stage of one branch (kernel/steplog.py)."""
+    branch: str                      # "" for the whole run's rows (other, total)
+    stage: str                       # checkpatch, bisect builds, warnings, build, boot+tests, ...
+    seconds: float = 0.0             # wall
+    cpu: float = 0.0                 # user + system seconds of the child processes
+    load: float = 0.0                # 1-minute load average when its first step started
+    runs: int = 0                    # steps summed in the row (bisect builds: commits)
+    kbuild: int = 0                  # kbuild steps (CC, LD, ...) seen
+    ccache_hits: int | None = None   # builds only, when ccache answers
+    ccache_misses: int | None = None
+
+
 # Mutant status values.
 CAUGHT, SURVIVED, INVALID = "caught", "survived", "invalid"
 
@@ -118,6 +132,7 @@ class Report:
     base_version: str
     branches: list[BranchResult] = field(default_factory=list)
     mutants: list[MutantResult] = field(default_factory=list)
+    timing: list[StageTime] = field(default_factory=list)   # where the run's time went
 
     @property
     def ok(self) -> bool:
@@ -147,7 +162,8 @@ def branch_from_dict(d: dict) -> BranchResult:
 def report_from_dict(d: dict) -> Report:
     return Report(base_version=d["base_version"],
                   branches=[branch_from_dict(b) for b in d.get("branches", [])],
-                  mutants=[MutantResult(**x) for x in d.get("mutants", [])])
+                  mutants=[MutantResult(**x) for x in d.get("mutants", [])],
+                  timing=[StageTime(**x) for x in d.get("timing", [])])
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")

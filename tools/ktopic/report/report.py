@@ -765,3 +765,53 @@ class LiveTable:
                 line = f"[{took:7.1f}s] {branch}: {stage} {status}" + \
                     (f" ({summary})" if summary else "")
                 self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+# ---------------------------------------------------- where the time went
+
+TIMING_TITLE = "where the time went"
+
+
+def _timing_cells(r: R.StageTime) -> list[str]:
+    cc = "" if r.ccache_hits is None else f"{r.ccache_hits}/{r.ccache_misses}"
+    return [r.branch or ("(run)" if r.stage == "total" else ""), r.stage,
+            str(r.runs) if r.runs else "", f"{r.seconds:.1f}", f"{r.cpu:.1f}",
+            f"{r.load:.2f}" if r.stage != "other" else "", str(r.kbuild) if r.kbuild else "", cc]
+
+
+TIMING_HEAD = ["branch", "stage", "steps", "wall s", "cpu s", "load", "kbuild", "ccache hit/miss"]
+
+
+def timing_lines(rows: list[R.StageTime]) -> list[str]:
+    """The table as plain aligned lines (a log)."""
+    table = [TIMING_HEAD] + [_timing_cells(r) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(TIMING_HEAD))]
+    right = {2, 3, 4, 5, 6, 7}
+    out = [f"{TIMING_TITLE}:"]
+    for row in table:
+        out.append("  " + "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                                    for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+    return out
+
+
+def print_timing(rows: list[R.StageTime], console=None) -> None:
+    """Where the time went: a rich table on a terminal, plain lines in a log.
+    cpu s is the child processes' user + system time, load the 1-minute
+    load average when the stage started (docs/ci.md)."""
+    if not rows:
+        return
+    from rich.console import Console
+    console = console or Console()
+    if not (console.is_terminal and not console.is_dumb_terminal):
+        for line in timing_lines(rows):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        return
+    from rich import box
+    from rich.table import Table
+    t = Table(title=TIMING_TITLE, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+              collapse_padding=True)
+    for i, h in enumerate(TIMING_HEAD):
+        t.add_column(h, justify="right" if i >= 2 else "left", no_wrap=True)
+    for r in rows:
+        t.add_row(*_timing_cells(r), style="bold" if r.stage == "total" else None)
+    console.print(t)

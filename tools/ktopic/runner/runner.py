@@ -24,6 +24,10 @@ Caching and sharing (docs/ci.md):
 - The base tree is booted too (once, cached like any branch): a finding the
   base already shows is marked ``in_base`` and does not fail the branch.
 
+Each check, build, boot (with its tests) and expectation boot is a step of
+a StepLog (kernel/steplog.py): in a log it says every 30 s that it still
+runs, and the report's ``timing`` says where the run's time went.
+
 Writes out/report.json, out/<branch-dir>/{console.log,build.log,config,junit.xml}
 and out/index.html.
 """
@@ -41,6 +45,7 @@ from ktopic.gates import check
 from ktopic.kernel import boot as bootmod
 from ktopic.kernel import build as buildmod
 from ktopic.kernel import console_scan, initramfs, kconfig, ktap
+from ktopic.kernel.steplog import StepLog, ccache_counter
 from ktopic.model import results as R
 from ktopic.model.results import CACHED, FAIL, PASS, SKIP
 from ktopic.model.targets import BASE, Target, select, targets_from_manifest
@@ -64,7 +69,8 @@ VARIANT_SLOWDOWN = {"kasan": 3.0, "kcsan": 3.0}
 class Runner:
     """Runs targets one after another in a locked work directory."""
 
-    def __init__(self, wd, m, out_dir: Path, opts: Options, live=None):
+    def __init__(self, wd, m, out_dir: Path, opts: Options, live=None,
+                 steps: StepLog | None = None):
         self.wd = wd
         self.m = m
         self.root = Path(wd.root)
@@ -73,6 +79,7 @@ class Runner:
         self.out_dir = out_dir
         self.opts = opts
         self.live = live
+        self.steps = steps or StepLog()          # timing only, unless the caller's says more
         self.builds: dict[str, tuple[str, buildmod.BuildResult]] = {}   # build key -> (branch, result)
         self.results: dict[str, R.BranchResult] = {}                    # result key -> result
         # Per build variant ("" plain, "kcsan", ...): the base's finding signatures.
@@ -121,7 +128,8 @@ class Runner:
             return br
         # The gates have their own cache (by patch content), so they run on
         # every pass, after generate, whether or not the rest was cached.
-        st, details = check.check_branch(self.m, self.wd, t.topic, self.out_dir)
+        with self.steps.step(t.branch, "check", "check (checkpatch, hygiene)"):
+            st, details = check.check_branch(self.m, self.wd, t.topic, self.out_dir)
         self.note(t, "check", st.status, st.summary)
         br = R.branch_from_dict(dataclasses.asdict(br))
         br.stages.insert(1, st)
@@ -161,8 +169,11 @@ class Runner:
 
         res = self._build(t, br)
         if res is not None and res.ok:
-            self._boot_and_test(t, br, res)
-            self._expectations(t, br, res)
+            with self.steps.step(t.branch, "boot+tests", "boot and tests"):
+                self._boot_and_test(t, br, res)
+            if t.expect:
+                with self.steps.step(t.branch, "expect", f"{len(t.expect)} expectation boot(s)"):
+                    self._expectations(t, br, res)
         else:
             for s in ("boot", "test") + (("expect",) if t.expect else ()):
                 br.stages.append(R.StageResult(s, SKIP, 0.0, "not built"))
@@ -200,9 +211,11 @@ class Runner:
             # The kernel is shared; this branch's own test modules are not.
             res = dataclasses.replace(res, test_modules=[])
             if res.ok and t.modules:
-                res.test_modules, err, details = buildmod.build_modules(
-                    self.root, res, [self.qemu_dir / "modules" / m for m in t.modules],
-                    self.opts.jobs)
+                with self.steps.step(t.branch, "build", "build of the test modules",
+                                     kbuild=True):
+                    res.test_modules, err, details = buildmod.build_modules(
+                        self.root, res, [self.qemu_dir / "modules" / m for m in t.modules],
+                        self.opts.jobs)
                 if err:
                     res.ok, res.error, res.details = False, err, details
                     summary = err
@@ -218,10 +231,14 @@ class Runner:
             return res
         self.note(t, "build", "running")
         last = [0.0]
+        # A terminal's live table shows the step count as it goes; a log gets
+        # the StepLog's line every 30 s instead of one a second.
+        live_counts = self.live is not None and getattr(self.live, "interactive", True)
 
         def on_line(count: int, what: str) -> None:
+            step.line(count, what)
             now = time.monotonic()
-            if now - last[0] > 1.0:
+            if live_counts and now - last[0] > 1.0:
                 last[0] = now
                 self.note(t, "build", "running", f"{count} steps, {what}")
         name = self.build_name(t)
@@ -230,9 +247,11 @@ class Runner:
             modules=[self.qemu_dir / "modules" / m for m in t.modules],
             jobs=self.opts.jobs, progress=self.opts.progress and self.live is None,
             seed=self.root / "build" / buildmod.build_dir_name(BASE, t.variant),
-            on_line=on_line if self.live is not None else None)
+            on_line=on_line)
         try:
-            res = buildmod.build(self.root, self.git_dir, req)
+            with self.steps.step(t.branch, "build", kbuild=True) as step:
+                res = buildmod.build(self.root, self.git_dir, req)
+                step.result("ok" if res.ok else f"FAILED: {res.error}")
         except Failure as e:
             br.stages.append(R.StageResult("build", FAIL, 0.0, str(e).splitlines()[0]))
             br.findings.append(R.Finding("build", str(e).splitlines()[0], 0, str(e).splitlines()))
@@ -473,14 +492,28 @@ def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_rep
             raise Failure(f"no work repository at {wd.git_dir}: run ktopic import-base "
                           "and ktopic generate first")
         live = rep.LiveTable([t.branch for t in targets], stages=CI_STAGES) if use_live else None
-        runner = Runner(wd, m, out_dir, opts, live)
         ctx = live if live is not None else _Null()
-        with ctx:
+        with ctx, _steps(live, Path(wd.root)) as steps:
+            runner = Runner(wd, m, out_dir, opts, live, steps)
             for t in targets:
                 report.branches.append(runner.run(t))
+            report.timing = steps.totals()
     if write_report:
         rep.write_all(report, out_dir)
     return report
+
+
+def _steps(live, root: Path) -> StepLog:
+    """The run's StepLog: in a log (the live table prints lines, not a
+    table) a running build or boot says so every 30 s, through the table's
+    console; the table prints its start and end.  On a terminal, timing only."""
+    cc = ccache_counter(root / "ccache")
+    if live is None or live.interactive:
+        return StepLog(ccache=cc)
+
+    def say(text: str) -> None:
+        live.console.print(text, markup=False, highlight=False, soft_wrap=True)
+    return StepLog(say=say, edges=False, ccache=cc)
 
 
 class _Null:

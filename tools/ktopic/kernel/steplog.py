@@ -1,0 +1,261 @@
+"""What a long step says while it runs, and where a run's time went.
+
+The long steps of `ktopic check --bisect --warnings` and `ktopic ci` (a
+commit's build, the W=1/sparse pass, a branch's build, its boot and tests)
+run inside ``StepLog.step()``:
+
+    with steps.step("topic/mm", "bisect builds", "bisect build 2 of 3",
+                    commit=sha, subject=subject, kbuild=True) as s:
+        build(..., on_line=s.line)        # kbuild's (count, target) per step
+        s.result("ok")
+
+In a log (``heartbeat=True``) a running step says so at least every
+``interval`` seconds (30) and never more often: one line with the branch,
+the step (and commit), the time it has run and the kbuild steps done.  A
+thread wakes every ``period`` seconds to look, so a step that prints
+nothing for minutes (a link, a boot, a W=1 pass) still shows.  With
+``edges`` it also says when it starts and ends.  On a terminal the callers
+keep their rich bars and pass ``say=None`` or ``heartbeat=False``.
+
+Every step adds its wall seconds, the CPU seconds of this process's
+children (``getrusage(RUSAGE_CHILDREN)``: make, gcc, QEMU, checkpatch),
+the 1-minute load average when the row's first step started, the kbuild
+steps and, for builds, ccache's hits and misses, to a row per (branch,
+stage).  ``totals()`` gives the rows, an ``other`` row (what no step
+covered: git, caches, reports) and a ``total`` row, the whole run, which
+the others add up to.
+
+Takes steps from the gates and the runner; gives log lines and
+results.StageTime rows.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from ktopic.model.results import StageTime
+
+INTERVAL = 30.0      # seconds between two lines of a running step in a log
+PERIOD = 1.0         # how often the heartbeat thread looks
+
+
+def children_cpu() -> float:
+    """User + system seconds of the child processes waited for so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def load_average() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return 0.0
+
+
+def ccache_counter(ccache_dir: Path):
+    """A function giving ccache's (hits, misses) so far in ccache_dir, or
+    None without ccache.  One `ccache --print-stats` (a few milliseconds)."""
+    exe = shutil.which("ccache")
+    if not exe:
+        return None
+    env = dict(os.environ, CCACHE_DIR=str(ccache_dir))
+
+    def counts() -> tuple[int, int] | None:
+        try:
+            out = subprocess.run([exe, "--print-stats"], env=env, capture_output=True,
+                                 text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        v = {}
+        for line in out.splitlines():
+            k, _, n = line.partition("\t")
+            if n.strip().isdigit():
+                v[k] = int(n)
+        if "cache_miss" not in v:
+            return None
+        return v.get("direct_cache_hit", 0) + v.get("preprocessed_cache_hit", 0), v["cache_miss"]
+    return counts
+
+
+def duration(seconds: float) -> str:
+    """45s, 12m05s, 1h02m."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class Step:
+    """One running step; ``line`` is a build's on_line callback."""
+
+    def __init__(self, log: "StepLog", branch: str, stage: str, what: str, commit: str,
+                 subject: str, kbuild: bool):
+        self.log = log
+        self.branch, self.stage, self.what = branch, stage, what or stage
+        self.commit, self.subject, self.kbuild = commit, subject, kbuild
+        self.count = 0               # kbuild steps so far
+        self.target = ""             # the last one's target
+        self.outcome = ""
+        self.t0 = self.said = 0.0
+        self.cpu0 = 0.0
+        self.cc0 = None
+
+    def name(self) -> str:
+        s = f"{self.branch}: {self.what}"
+        if self.commit:
+            s += f" {self.commit[:12]}" + (f" ({self.subject})" if self.subject else "")
+        return s
+
+    def line(self, count: int, target: str = "") -> None:
+        """kbuild did one more step (count so far, its target)."""
+        with self.log.lock:
+            self.count, self.target = count, target
+        self.log.tick()
+
+    def result(self, text: str) -> None:
+        """What the end line says instead of "done" (ok, FAILED: ...)."""
+        self.outcome = text
+
+    def __enter__(self) -> "Step":
+        self.log._start(self)
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if kind is not None and not self.outcome:
+            self.outcome = "interrupted" if issubclass(kind, KeyboardInterrupt) else \
+                f"failed: {exc}".splitlines()[0]
+        self.log._end(self)
+        return False
+
+
+class StepLog:
+    """Heartbeat lines for long steps in a log, and the run's time per stage.
+
+    say: where lines go (None: nowhere, only timing).  heartbeat: a running
+    step says so every `interval` seconds.  edges: a line when a step
+    starts and ends.  clock, cpu, load, ccache: the sources (tests fake
+    them).  ticker: run the thread that makes silent steps speak."""
+
+    def __init__(self, say=None, *, heartbeat: bool = True, edges: bool = True,
+                 interval: float = INTERVAL, period: float = PERIOD, clock=None, cpu=None,
+                 load=None, ccache=None, ticker: bool = True):
+        self.say = say
+        self.heartbeat, self.edges = heartbeat and say is not None, edges and say is not None
+        self.interval, self.period = interval, period
+        self.clock = clock or (lambda: time.monotonic())
+        self.cpu = cpu or (lambda: children_cpu())
+        self.load = load or load_average
+        self.ccache = ccache
+        self.lock = threading.RLock()
+        self.running: list[Step] = []
+        self.rows: dict[tuple[str, str], StageTime] = {}
+        self.t0 = self.clock()
+        self.cpu0 = self.cpu()
+        self.load0 = round(self.load(), 2)
+        self._ticker = ticker and self.heartbeat
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    # --- steps
+    def step(self, branch: str, stage: str, what: str = "", commit: str = "",
+             subject: str = "", kbuild: bool = False) -> Step:
+        """A step of row (branch, stage); `what` names it in lines (default:
+        the stage), `commit` and `subject` say what it builds, `kbuild`
+        that it runs make (ccache is asked before and after)."""
+        return Step(self, branch, stage, what, commit, subject, kbuild)
+
+    def _emit(self, text: str) -> None:
+        if self.say is not None:
+            self.say(f"[{self.clock() - self.t0:7.1f}s] {text}")
+
+    def _start(self, s: Step) -> None:
+        with self.lock:
+            s.t0 = s.said = self.clock()
+            s.cpu0 = self.cpu()
+            s.cc0 = self.ccache() if self.ccache and s.kbuild else None
+            key = (s.branch, s.stage)
+            if key not in self.rows:
+                self.rows[key] = StageTime(s.branch, s.stage, load=round(self.load(), 2))
+            self.running.append(s)
+            if self.edges:
+                self._emit(f"{s.name()}: started")
+        if self._ticker and self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="ktopic-steplog",
+                                            daemon=True)
+            self._thread.start()
+
+    def _end(self, s: Step) -> None:
+        with self.lock:
+            now = self.clock()
+            row = self.rows[(s.branch, s.stage)]
+            row.seconds += now - s.t0
+            row.cpu += self.cpu() - s.cpu0
+            row.runs += 1
+            row.kbuild += s.count
+            if s.cc0 is not None:
+                cc = self.ccache()
+                if cc is not None:
+                    row.ccache_hits = (row.ccache_hits or 0) + cc[0] - s.cc0[0]
+                    row.ccache_misses = (row.ccache_misses or 0) + cc[1] - s.cc0[1]
+            if s in self.running:
+                self.running.remove(s)
+            if self.edges:
+                self._emit(f"{s.name()}: {s.outcome or 'done'} in {duration(now - s.t0)}"
+                           + (f", {s.count} kbuild steps" if s.count else ""))
+
+    # --- heartbeat
+    def tick(self) -> None:
+        """Say so for every running step that was quiet for an interval (less
+        one period: the thread looks once a period, so no gap exceeds it)."""
+        if not self.heartbeat:
+            return
+        with self.lock:
+            now = self.clock()
+            for s in self.running:
+                if now - s.said >= self.interval - self.period:
+                    s.said = now
+                    text = f"{s.name()}: running {duration(now - s.t0)}"
+                    if s.count:
+                        text += f", {s.count} kbuild steps" + (f" ({s.target})" if s.target
+                                                               else "")
+                    self._emit(text)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            self.tick()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        self._thread = None
+
+    def __enter__(self) -> "StepLog":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+    # --- where the time went
+    def totals(self) -> list[StageTime]:
+        """Every row in the order first started, then `other` (the run's time
+        no step covered) and `total` (the run, from this log's creation)."""
+        with self.lock:
+            rows = [StageTime(**vars(r)) for r in self.rows.values()]
+            wall, cpu = self.clock() - self.t0, self.cpu() - self.cpu0
+        for r in rows:
+            r.seconds, r.cpu = round(r.seconds, 2), round(r.cpu, 2)
+        other = StageTime("", "other", round(wall - sum(r.seconds for r in rows), 2),
+                          round(cpu - sum(r.cpu for r in rows), 2))
+        total = StageTime("", "total", round(wall, 2), round(cpu, 2), self.load0,
+                          runs=sum(r.runs for r in rows), kbuild=sum(r.kbuild for r in rows))
+        return rows + [other, total]
