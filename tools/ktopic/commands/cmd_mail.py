@@ -14,8 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ktopic.model import manifest
-from ktopic.model.workdir import Workdir
+from ktopic.commands import common
 from ktopic.send import mail
 
 
@@ -36,9 +35,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest, workdir=args.workdir)
-    args.name = m.check_series_name(args.name)
-    wd = Workdir(args.workdir)
+    m, wd, args.name = common.series(args)
     with wd.lock():
         r = mail.run(m, wd, args.name, output=args.output, send=args.send,
                      reroll=args.reroll, notes=args.changes)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from ktopic.model import manifest
-from ktopic.model.workdir import Workdir
+from ktopic.commands import common
 from ktopic.send import pullreq
 
 
@@ -25,9 +24,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest, workdir=args.workdir)
-    args.name = m.check_series_name(args.name)
-    wd = Workdir(args.workdir)
+    m, wd, args.name = common.series(args)
     with wd.lock():
         r = pullreq.run(m, wd, args.name, retag=args.retag)
     sys.stdout.write(r.text)

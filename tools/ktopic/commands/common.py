@@ -1,8 +1,8 @@
-"""What the commands that build and boot share: the work directory and
-manifest from the global options, the run options from the command line,
-and the arguments that name branches.
+"""What commands share: the work directory and manifest from the global
+options, the series a sending command names, the run options from the
+command line, and the arguments that name branches.
 
-Takes the parsers and arguments of build, boot and ci; gives their shared
+Takes the parsers and arguments of the commands; gives their shared
 options and branch arguments."""
 
 from __future__ import annotations
@@ -19,6 +19,14 @@ def _workdir(args):
 
 def _manifest(args):
     return manifest.load(args.manifest, workdir=args.workdir)
+
+
+def series(args) -> tuple[manifest.Manifest, Workdir, str]:
+    """The manifest, the work directory and the series args.name names (a
+    topic or the integration branch, by any of its names), for the
+    commands that send a series."""
+    m = _manifest(args)
+    return m, _workdir(args), m.check_series_name(args.name)
 
 
 def options_from_args(args) -> Options:

@@ -258,6 +258,11 @@ def junit_xml(b: R.BranchResult) -> bytes:
                      message=f"suite {s.name} {s.status}", text=repro)
         _count(suite)
 
+    return _xml(root)
+
+
+def _xml(root: ET.Element) -> bytes:
+    """The document of a <testsuites> root, its totals summed from its suites."""
     for k in ("tests", "failures", "errors", "skipped"):
         root.set(k, str(sum(int(s.get(k)) for s in root.findall("testsuite"))))
     root.set("time", "%.3f" % sum(float(s.get("time")) for s in root.findall("testsuite")))
@@ -305,11 +310,7 @@ def mutants_junit_xml(mutants: list[R.MutantResult]) -> bytes:
             _case_el(suite, f"mutate.{topic}", x.name, status, msg, text, x.seconds,
                      out=text if status == PASS else "")
         _count(suite)
-    for k in ("tests", "failures", "errors", "skipped"):
-        root.set(k, str(sum(int(s.get(k)) for s in root.findall("testsuite"))))
-    root.set("time", "%.3f" % sum(float(s.get("time")) for s in root.findall("testsuite")))
-    ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    return _xml(root)
 
 
 def mutation_lines(report: R.Report) -> list[str]:
