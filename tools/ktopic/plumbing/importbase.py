@@ -86,8 +86,9 @@ def import_base(m: Manifest, wd: Workdir, parent: str | None = None,
     debian_version = debian_version or m.base.debian_version
     name = m.display()
     if not tarball.is_file():
-        raise KtopicError(f"base tarball {tarball} not found (install {m.base.package}?)",
-                          name, m.base.lines.get("tarball"))
+        why = "is not a file" if tarball.exists() else \
+            f"not found (install {m.base.package}?)"
+        raise KtopicError(f"base tarball {tarball} {why}", name, m.base.lines.get("tarball"))
     git = init_repo(wd)
     digest = sha256_file(tarball)
     ref = _base_ref(debian_version)
