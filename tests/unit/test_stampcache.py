@@ -15,6 +15,7 @@ def test_key_depends_on_every_part_and_its_order():
     assert k == stampcache.key("a", b"b", {"d": 2, "c": 1})     # JSON with sorted keys
     assert k != stampcache.key("b", b"a", {"c": 1, "d": 2})
     assert k != stampcache.key("a", b"b", {"c": 1, "d": 3})
+    assert stampcache.key("ab", "c") != stampcache.key("a", "bc")      # parts stay apart
     assert len(k) == 64 and len(stampcache.key("a", length=16)) == 16
 
 

@@ -31,8 +31,9 @@ from ktopic.fileio import write_atomic
 
 
 def key(*parts, length: int | None = None) -> str:
-    """sha256 (hex) of the parts: str and bytes as they are, anything else
-    as JSON with sorted keys; cut to length characters when given."""
+    """sha256 (hex) of the parts, each followed by a NUL: str and bytes as
+    they are, anything else as JSON with sorted keys; cut to length
+    characters when given."""
     h = hashlib.sha256()
     for p in parts:
         if isinstance(p, str):
@@ -40,6 +41,7 @@ def key(*parts, length: int | None = None) -> str:
         elif not isinstance(p, bytes):
             p = json.dumps(p, sort_keys=True).encode()
         h.update(p)
+        h.update(b"\0")
     return h.hexdigest()[:length] if length else h.hexdigest()
 
 
