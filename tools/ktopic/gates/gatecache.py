@@ -28,8 +28,6 @@ them, or a place to remember a new one.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 from ktopic.gates import bisectable as bs
@@ -59,10 +57,8 @@ def toolchain(cache: Path) -> dict[str, str]:
 
 def rules_hash() -> str:
     here = Path(__file__).parents[1]
-    h = hashlib.sha256()
-    for name in RULE_FILES:
-        h.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    return stampcache.key(*(part for name in RULE_FILES for part in (name, (here / name).read_bytes())),
+                          length=16)
 
 
 def key_parts(gate: str, plan, tools: dict[str, str], rules: str) -> dict:
@@ -76,7 +72,7 @@ def key_parts(gate: str, plan, tools: dict[str, str], rules: str) -> dict:
 
 
 def key(parts: dict) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
+    return stampcache.key(parts, length=24)
 
 
 class GateCache:
@@ -86,9 +82,13 @@ class GateCache:
         self.dir = cache_dir(wd)
         self.tools = toolchain(self.dir)
         self.rules = rules_hash()
+        self.entries = stampcache.Store(self.dir)
+
+    def _key(self, gate: str, plan) -> str:
+        return f"{gate}-{key(key_parts(gate, plan, self.tools, self.rules))}"
 
     def path(self, gate: str, plan) -> Path:
-        return self.dir / f"{gate}-{key(key_parts(gate, plan, self.tools, self.rules))}.json"
+        return self.entries.path(self._key(gate, plan))
 
     def load(self, gate: str, plan):
         """The stored verdict (a BisectResult or WarningsResult, marked
@@ -96,10 +96,10 @@ class GateCache:
         if plan.error:
             return None
         try:
-            data = json.loads(self.path(gate, plan).read_text())
+            data = self.entries.get(self._key(gate, plan))
             cls = bs.BisectResult if gate == "bisect" else wn.WarningsResult
             res = cls.from_dict(data["result"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             return None
         res.cached = True
         return res
@@ -111,5 +111,5 @@ class GateCache:
         parts = key_parts(gate, plan, self.tools, self.rules)
         d = result.to_dict()
         d["cached"] = False
-        stampcache.write(self.path(gate, plan), {"key": parts, "branch": plan.branch, "result": d})
+        self.entries.put(self._key(gate, plan), {"key": parts, "branch": plan.branch, "result": d})
         return True
