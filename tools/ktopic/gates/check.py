@@ -23,10 +23,7 @@ TopicVerdict per topic (and out/<branch>/check.log).
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -43,6 +40,7 @@ from ktopic.model.results import branch_dir
 from ktopic.plumbing.patchfile import parse
 from ktopic.model.branchspec import INTEGRATION
 from ktopic.fileio import write_atomic
+from ktopic import stampcache
 
 
 @dataclass
@@ -114,40 +112,18 @@ class Options:
 
 # ----------------------------------------------------------- tool versions
 
-def _first_line(*cmd: str) -> str:
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-        return (out.stdout or out.stderr).strip().splitlines()[0]
-    except (OSError, IndexError, subprocess.TimeoutExpired):
-        return "unavailable"
+PROGRAMS = {"git": ("git", "--version"), "b4": ("b4", "--version"),
+            "perl": ("perl", "-e", "print qq{perl $^V}"),
+            "codespell": ("codespell", "--version")}
 
 
 def tool_versions(cache: Path, tree: cp.ScriptsTree, checker: cp.Checker) -> dict[str, str]:
     """checkpatch's tree, git, b4, perl, codespell: what a verdict was made
     with.  Program versions are remembered by the programs' (path, size,
     mtime), so asking costs nothing on a cached run."""
-    progs = {"git": ("git", "--version"), "b4": ("b4", "--version"),
-             "perl": ("perl", "-e", "print qq{perl $^V}"),
-             "codespell": ("codespell", "--version")}
-    stamp = []
-    for name, cmd in progs.items():
-        exe = shutil.which(cmd[0])
-        st = os.stat(exe) if exe else None
-        stamp.append([name, exe, st.st_size if st else 0, st.st_mtime_ns if st else 0])
-    path = cache / "versions.json"
-    try:
-        saved = json.loads(path.read_text())
-        if saved.get("stamp") == stamp:
-            versions = saved["versions"]
-        else:
-            raise ValueError
-    except (OSError, ValueError, KeyError):
-        versions = {}
-        for (name, exe, *_), cmd in zip(stamp, progs.values()):
-            versions[name] = _first_line(*cmd) if exe else "not installed"
-        if versions.get("codespell", "").replace(".", "").isdigit():
-            versions["codespell"] = "codespell " + versions["codespell"]
-        write_atomic(path, json.dumps({"stamp": stamp, "versions": versions}))
+    versions = stampcache.tool_versions(cache / "versions.json", PROGRAMS, indent=None)
+    if versions.get("codespell", "").replace(".", "").isdigit():
+        versions["codespell"] = "codespell " + versions["codespell"]
     out = {"checkpatch": f"scripts/checkpatch.pl of base tree {tree.tree_id}"}
     out.update(versions)
     out["codespell"] = (f"{versions.get('codespell')} ({checker.dictionary}, without the "

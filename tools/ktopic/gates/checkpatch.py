@@ -28,7 +28,6 @@ get_maintainer's recipients, cached by content.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -37,6 +36,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ktopic import stampcache
 from ktopic.errors import Failure
 from ktopic.plumbing import gitutil
 from ktopic.plumbing.gitutil import Git
@@ -278,13 +278,10 @@ class Checker:
         self.codespell = kernel_dictionary(tree, self.dictionary) if self.dictionary else None
 
     def _load(self, kind: str, key: str):
-        try:
-            return json.loads((self.cache / kind / f"{key}.json").read_text())
-        except (OSError, ValueError):
-            return None
+        return stampcache.Store(self.cache / kind).get(key)
 
     def _store(self, kind: str, key: str, value) -> None:
-        write_atomic(self.cache / kind / f"{key}.json", json.dumps(value, indent=1))
+        stampcache.Store(self.cache / kind).put(key, value)
 
     def _key(self, *parts: str) -> str:
         return hashlib.sha256("\0".join((FORMAT, self.tree.tree_id, self._dict_hash, *parts))

@@ -28,17 +28,13 @@ them, or a place to remember a new one.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 from ktopic.gates import bisectable as bs
 from ktopic.gates import new_warnings as wn
 from ktopic.kernel import kconfig
-from ktopic.fileio import write_atomic
+from ktopic import stampcache
+from ktopic.stampcache import first_line as _first_line
 
 # Version of the stored format: part of every key.
 FORMAT = "1"
@@ -53,42 +49,16 @@ def cache_dir(wd) -> Path:
     return wd.gate_cache
 
 
-def _first_line(cmd: tuple[str, ...]) -> str:
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=30)
-        return p.stdout.strip().splitlines()[0]
-    except (OSError, IndexError, subprocess.TimeoutExpired):
-        return "unavailable"
-
-
 def toolchain(cache: Path) -> dict[str, str]:
     """{"gcc": ..., "ld": ..., "sparse": ...}: the first line of each
     program's --version, asked again only when the program file changed."""
-    stamp = []
-    for name, cmd in TOOLCHAIN.items():
-        exe = shutil.which(cmd[0])
-        st = os.stat(exe) if exe else None
-        stamp.append([name, exe, st.st_size if st else 0, st.st_mtime_ns if st else 0])
-    path = cache / "toolchain.json"
-    try:
-        saved = json.loads(path.read_text())
-        if saved["stamp"] == stamp:
-            return saved["versions"]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    versions = {name: (_first_line(cmd) if exe else "not installed")
-                for (name, exe, *_), cmd in zip(stamp, TOOLCHAIN.values())}
-    _write(path, {"stamp": stamp, "versions": versions})
-    return versions
+    return stampcache.tool_versions(cache / "toolchain.json", TOOLCHAIN, _first_line)
 
 
 def rules_hash() -> str:
     here = Path(__file__).parents[1]
-    h = hashlib.sha256()
-    for name in RULE_FILES:
-        h.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    return stampcache.key(*(part for name in RULE_FILES for part in (name, (here / name).read_bytes())),
+                          length=16)
 
 
 def key_parts(gate: str, plan, tools: dict[str, str], rules: str) -> dict:
@@ -102,11 +72,7 @@ def key_parts(gate: str, plan, tools: dict[str, str], rules: str) -> dict:
 
 
 def key(parts: dict) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
-
-
-def _write(path: Path, data: dict) -> None:
-    write_atomic(path, json.dumps(data, indent=1) + "\n")
+    return stampcache.key(parts, length=24)
 
 
 class GateCache:
@@ -116,9 +82,13 @@ class GateCache:
         self.dir = cache_dir(wd)
         self.tools = toolchain(self.dir)
         self.rules = rules_hash()
+        self.entries = stampcache.Store(self.dir)
+
+    def _key(self, gate: str, plan) -> str:
+        return f"{gate}-{key(key_parts(gate, plan, self.tools, self.rules))}"
 
     def path(self, gate: str, plan) -> Path:
-        return self.dir / f"{gate}-{key(key_parts(gate, plan, self.tools, self.rules))}.json"
+        return self.entries.path(self._key(gate, plan))
 
     def load(self, gate: str, plan):
         """The stored verdict (a BisectResult or WarningsResult, marked
@@ -126,10 +96,10 @@ class GateCache:
         if plan.error:
             return None
         try:
-            data = json.loads(self.path(gate, plan).read_text())
+            data = self.entries.get(self._key(gate, plan))
             cls = bs.BisectResult if gate == "bisect" else wn.WarningsResult
             res = cls.from_dict(data["result"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             return None
         res.cached = True
         return res
@@ -141,5 +111,5 @@ class GateCache:
         parts = key_parts(gate, plan, self.tools, self.rules)
         d = result.to_dict()
         d["cached"] = False
-        _write(self.path(gate, plan), {"key": parts, "branch": plan.branch, "result": d})
+        self.entries.put(self._key(gate, plan), {"key": parts, "branch": plan.branch, "result": d})
         return True

@@ -16,7 +16,6 @@ Takes the work directory; gives a ProbeResult (kvm or tcg, why), cached.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import signal
@@ -25,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ktopic.fileio import write_atomic
+from ktopic import stampcache
 
 QEMU = "qemu-system-x86_64"
 
@@ -98,14 +97,13 @@ def run_probe(image: Path, accel: str, timeout: float) -> tuple[bool, str, float
 
 def probe(workdir_root: Path, timeout: float = 5.0, refresh: bool = False) -> ProbeResult:
     """Which accelerator to use; measured once per machine and cached."""
-    cache = Path(workdir_root) / "kvm-probe.json"
+    cache = stampcache.Store(workdir_root, indent=2)
     key = _key()
-    if not refresh and cache.is_file():
+    d = None if refresh else cache.get("kvm-probe")
+    if isinstance(d, dict) and d.get("key") == key:
         try:
-            d = json.loads(cache.read_text())
-            if d.get("key") == key:
-                return ProbeResult(**d)
-        except (ValueError, TypeError):
+            return ProbeResult(**d)
+        except TypeError:
             pass
     image = Path(workdir_root) / "kvm-probe.img"
     image.parent.mkdir(parents=True, exist_ok=True)
@@ -121,7 +119,7 @@ def probe(workdir_root: Path, timeout: float = 5.0, refresh: bool = False) -> Pr
             res = ProbeResult("kvm", True, f"KVM works: {why}", secs, key)
         else:
             res = ProbeResult("tcg", False, f"KVM does not work: {why}", secs, key)
-    write_atomic(cache, json.dumps(asdict(res), indent=2) + "\n")
+    cache.put("kvm-probe", asdict(res))
     return res
 
 

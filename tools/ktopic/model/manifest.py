@@ -9,7 +9,6 @@ KtopicError at its line.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import subprocess
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from ktopic import stampcache
 from ktopic.model import branchspec, yamlpos
 from ktopic.errors import KtopicError
 from ktopic.model.workdir import default_root
@@ -302,9 +302,10 @@ def load(path: Path | str, root: Path | None = None,
         raise KtopicError("the manifest must be a mapping of keys (version, series, base, topics, integration)",
                           name, getattr(data, "line", 1))
     # Keyed by this file too: a stamp means "every check of this code passed".
-    stamp = (Path(workdir).expanduser() if workdir else default_root()) / "validated" / hashlib.sha256(
-        path.read_bytes() + SCHEMA.read_bytes() + Path(__file__).read_bytes()).hexdigest()
-    known = stamp.exists()
+    stamps = stampcache.Store((Path(workdir).expanduser() if workdir else default_root()) / "validated",
+                              "{key}")
+    stamp = stampcache.key(path.read_bytes(), SCHEMA.read_bytes(), Path(__file__).read_bytes())
+    known = stamps.has(stamp)
     if not known:
         _validate(data, name)
     m = _build(data, path, root, name, check_names=not known)
@@ -313,8 +314,7 @@ def load(path: Path | str, root: Path | None = None,
         # Only a manifest that passed every check is remembered: the checks
         # _build skips for a known manifest must have run once.
         try:
-            stamp.parent.mkdir(parents=True, exist_ok=True)
-            stamp.touch()
+            stamps.put(stamp, True)
         except OSError:
             pass                  # a read-only cache only costs time
     return m

@@ -27,15 +27,13 @@ mutant file, the branch's result key (tree, config, qemu inputs, tool).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import os
 import re
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ktopic import stampcache
 from ktopic.errors import Failure, KtopicError
 from ktopic.kernel import build as buildmod
 from ktopic.model import results as R
@@ -109,12 +107,8 @@ def mutant_commit(git_dir: Path, head: str, m: Mutant) -> str:
 
 
 def mutant_key(m: Mutant, t: Target) -> str:
-    h = hashlib.sha256()
-    for part in (MUTATE_VERSION, m.path.read_bytes(), t.key, t.tree,
-                 Path(__file__).read_bytes()):
-        h.update(part if isinstance(part, bytes) else part.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:24]
+    return stampcache.key(MUTATE_VERSION, m.path.read_bytes(), t.key, t.tree,
+                          Path(__file__).read_bytes(), length=24)
 
 
 def named_failed(caught_by: str, br: R.BranchResult) -> bool:
@@ -141,24 +135,23 @@ def failure_summary(br: R.BranchResult) -> str:
 def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool) -> R.MutantResult:
     """Apply, build, boot one mutant (runner: a Runner whose out_dir is where
     the mutants' logs go).  The caller holds the work directory's lock."""
-    key = mutant_key(m, t)
-    cpath = cache / f"{key}.json"
+    store, key = stampcache.Store(cache), mutant_key(m, t)
     res = R.MutantResult(topic=m.topic, name=m.name, breaks=m.breaks, caught_by=m.caught_by,
                          status=INVALID)
-    if use_cache and cpath.is_file():
+    d = store.get(key) if use_cache else None
+    if isinstance(d, dict):
         try:
-            d = json.loads(cpath.read_text())
             got = R.MutantResult(**d)
             got.cached = True
             return got
-        except (OSError, ValueError, TypeError):
+        except TypeError:
             pass
     t0 = time.monotonic()
     try:
         commit = mutant_commit(runner.git_dir, t.commit, m)
     except Failure as e:
         res.summary = str(e).splitlines()[0]
-        return _store(res, cpath, t0)
+        return _store(res, store, key, t0)
     mt = dataclasses.replace(t, branch=f"{m.topic}/{m.name}", git_branch=t.branch,
                              commit=commit, tree=Git(runner.git_dir).tree_of(commit))
     br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
@@ -171,10 +164,10 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool) -> R.
         b = buildmod.build(runner.root, runner.git_dir, req)
     except Failure as e:
         res.summary = "build: " + str(e).splitlines()[0]
-        return _store(res, cpath, t0)
+        return _store(res, store, key, t0)
     if not b.ok:
         res.summary = f"does not build: {b.error}"
-        return _store(res, cpath, t0)
+        return _store(res, store, key, t0)
     runner._build_outputs(mt, b)
     runner._boot_and_test(mt, br, b)
     if t.expect and br.ok:
@@ -193,15 +186,12 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool) -> R.
     if any(f.kind in ("timeout", "silence", "qemu") for f in br.findings):
         res.seconds = time.monotonic() - t0
         return res
-    return _store(res, cpath, t0)
+    return _store(res, store, key, t0)
 
 
-def _store(res: R.MutantResult, cpath: Path, t0: float) -> R.MutantResult:
+def _store(res: R.MutantResult, store: stampcache.Store, key: str, t0: float) -> R.MutantResult:
     res.seconds = time.monotonic() - t0
-    cpath.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cpath.with_name(f"{cpath.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(dataclasses.asdict(res), indent=1))
-    tmp.replace(cpath)
+    store.put(key, dataclasses.asdict(res))
     return res
 
 

@@ -35,11 +35,11 @@ and out/index.html.
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 import time
 from pathlib import Path
 
+from ktopic import stampcache
 from ktopic.errors import Failure
 from ktopic.gates import check
 from ktopic.kernel import boot as bootmod
@@ -54,7 +54,6 @@ from ktopic.report import report as rep
 from ktopic.runner.cachekeys import compute_keys
 from ktopic.runner import expect as expect_mod
 from ktopic.runner.options import Options
-from ktopic.fileio import write_atomic
 
 CI_STAGES = ("generate", "check", "build", "boot", "test", "expect")
 # Findings that make the boot stage fail (the rest belong to the test stage).
@@ -452,13 +451,13 @@ class Runner:
         for name in OUTPUTS + tuple(f"expect-{e.name}.log" for e in t.expect):
             if (d / name).is_file():
                 shutil.copyfile(d / name, p / name)
-        write_atomic(p / "result.json", json.dumps(dataclasses.asdict(br), indent=1))
+        stampcache.write(p / "result.json", dataclasses.asdict(br))
 
     def _cache_load(self, t: Target) -> R.BranchResult | None:
         p = self._cache_path(t)
         try:
-            br = R.branch_from_dict(json.loads((p / "result.json").read_text()))
-        except (OSError, ValueError, TypeError, KeyError):
+            br = R.branch_from_dict(stampcache.read(p / "result.json"))
+        except (ValueError, TypeError, KeyError, AttributeError):
             return None
         d = self.out(t)
         for name in OUTPUTS + tuple(f"expect-{e.name}.log" for e in t.expect):
