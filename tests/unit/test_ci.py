@@ -25,6 +25,7 @@ from ktopic.runner.runner import Runner  # noqa: E402
 from ktopic.kernel import initramfs, ktap  # noqa: E402
 from ktopic.errors import KtopicError  # noqa: E402
 from ktopic.model.results import CACHED, FAIL, PASS  # noqa: E402
+from ktopic.model.workdir import Workdir  # noqa: E402
 
 from test_ktap import parser  # noqa: E402,F401  (fixture)
 
@@ -168,7 +169,7 @@ def world(tmp_path, monkeypatch, parser):  # noqa: F811
     monkeypatch.setattr(bootmod, "speed_factor", lambda: 1.0)
     monkeypatch.setattr(ktap, "parser_dir", lambda *a: None)
     monkeypatch.setattr(ktap, "load_parser", lambda d: parser)
-    wd = SimpleNamespace(root=root, git_dir=root / "linux.git")
+    wd = Workdir(root)
 
     def runner(**opts):
         o = Options(accel="tcg", **opts)

@@ -17,6 +17,7 @@ sys.path.insert(0, str(REPO / "tools"))
 from ktopic.errors import Failure, KtopicError  # noqa: E402
 from ktopic.kernel import build as buildmod  # noqa: E402
 from ktopic.model import results as R  # noqa: E402
+from ktopic.model.workdir import Workdir  # noqa: E402
 from ktopic.model import targets as T  # noqa: E402
 from ktopic.report import report as rep  # noqa: E402
 from ktopic.runner import mutate as M  # noqa: E402
@@ -129,6 +130,7 @@ class FakeRunner:
 
     def __init__(self, root, repo, fail_on: str):
         self.root, self.git_dir = root, repo / ".git"
+        self.wd = Workdir(root)
         self.qemu_dir = root / "qemu"
         self.opts = Options(jobs=1, progress=False)
         self.fail_on = fail_on

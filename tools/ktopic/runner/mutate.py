@@ -159,7 +159,7 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool) -> R.
         name=runner.build_name(t), commit=commit, base=t.base_commit or None,
         fragments=t.fragments, modules=[runner.qemu_dir / "modules" / x for x in t.modules],
         jobs=runner.opts.jobs, progress=runner.opts.progress,
-        seed=runner.root / "build" / buildmod.build_dir_name("base", t.variant))
+        seed=runner.wd.build_dir(buildmod.build_dir_name("base", t.variant)))
     try:
         b = buildmod.build(runner.root, runner.git_dir, req)
     except Failure as e:
@@ -203,7 +203,7 @@ def mutate(runner, base: Target, t: Target, mutants: list[Mutant],
     something only when it passes itself."""
     runner.run(base)
     plain = runner.run(t)
-    cache = runner.root / "results" / "mutants"
+    cache = runner.wd.results / "mutants"
     out = []
     for m in mutants:
         if not plain.ok:

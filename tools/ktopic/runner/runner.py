@@ -245,7 +245,7 @@ class Runner:
             name=name, commit=t.commit, base=t.base_commit or None, fragments=t.fragments,
             modules=[self.qemu_dir / "modules" / m for m in t.modules],
             jobs=self.opts.jobs, progress=self.opts.progress and self.live is None,
-            seed=self.root / "build" / buildmod.build_dir_name(BASE, t.variant),
+            seed=self.wd.build_dir(buildmod.build_dir_name(BASE, t.variant)),
             on_line=on_line)
         try:
             with self.steps.step(t.branch, "build", kbuild=True) as step:
@@ -290,7 +290,7 @@ class Runner:
         # initramfs
         try:
             ir = initramfs.build_initramfs(initramfs.InitramfsRequest(
-                init_src=self.qemu_dir / "init" / "init.c", cache=self.root / "cache",
+                init_src=self.qemu_dir / "init" / "init.c", cache=self.wd.cache,
                 programs=[self.qemu_dir / "tests" / f"{p}.c" for p in t.programs],
                 test_modules=res.test_modules, kernel_modules=res.kernel_modules))
         except Failure as e:
@@ -315,9 +315,9 @@ class Runner:
         # KTAP
         t1 = time.monotonic()
         try:
-            pdir = ktap.parser_dir(self.git_dir, t.commit, self.root / "cache")
+            pdir = ktap.parser_dir(self.git_dir, t.commit, self.wd.cache)
         except Failure:
-            pdir = ktap.parser_dir(self.git_dir, t.base_commit, self.root / "cache")
+            pdir = ktap.parser_dir(self.git_dir, t.base_commit, self.wd.cache)
         parser = ktap.load_parser(pdir)
         kr = ktap.parse_console(text, parser)
         br.suites = kr.suites
@@ -379,7 +379,7 @@ class Runner:
                 continue
             try:
                 ir = initramfs.build_initramfs(initramfs.InitramfsRequest(
-                    init_src=self.qemu_dir / "init" / "init.c", cache=self.root / "cache",
+                    init_src=self.qemu_dir / "init" / "init.c", cache=self.wd.cache,
                     test_modules=mods, kernel_modules=res.kernel_modules,
                     module_args={m.name: e.args for m in mods} if e.args else {}))
             except Failure as ex:
@@ -436,7 +436,7 @@ class Runner:
 
     # --- result cache
     def _cache_path(self, t: Target) -> Path:
-        return self.root / "results" / f"{t.tree[:16]}-{t.key}"
+        return self.wd.results / f"{t.tree[:16]}-{t.key}"
 
     @staticmethod
     def _cacheable(br: R.BranchResult) -> bool:
