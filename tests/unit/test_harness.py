@@ -112,23 +112,7 @@ def test_bad_harness_keys_name_their_line(tmp_path, extra, line, message):
 
 # ------------------------------------------------------------------ targets
 
-def topic(name, **kw):
-    d = dict(name=name, branch=f"topic/{name}", depends=[], kunit=[], config=None,
-             modules=[], programs=[], cmdline="", tested=False, smp=2, sanitizers=[],
-             expect=[], patches=[], to=[], cc=[], upstream=[], superseded=[], dropped=[],
-             description="", line=0)
-    d.update(kw)
-    return SimpleNamespace(**d)
-
-
-def fake_manifest(tmp_path, topics):
-    ts = {t.name: t for t in topics}
-    m = SimpleNamespace(root=tmp_path, topics=ts, order=list(ts),
-                        base=SimpleNamespace(version="6.1.192", ref="refs/heads/base"),
-                        integration=SimpleNamespace(branch="for-next", topics=list(ts), to=[],
-                                                    cc=[], description="", line=0))
-    m.closure = lambda n: [d for d in ts if d in ts[n].depends]
-    return m
+from test_ci import manifest as fake_manifest, topic  # noqa: E402  (the same fakes)
 
 
 def test_integration_takes_the_largest_smp(tmp_path):

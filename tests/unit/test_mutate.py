@@ -79,14 +79,19 @@ def git(repo, *args, input=None):
                           capture_output=True, input=input).stdout.strip()
 
 
-def test_mutant_commit_moves_no_ref(tmp_path):
+def one_commit_repo(tmp_path):
+    """A repository whose branch topic/a holds lib/f.c in one commit."""
     repo = tmp_path / "r"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "topic/a")
     write(repo / "lib" / "f.c", "int f(void)\n{\n\treturn 1;\n}\n")
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "f")
-    head = git(repo, "rev-parse", "HEAD")
+    return repo, git(repo, "rev-parse", "HEAD")
+
+
+def test_mutant_commit_moves_no_ref(tmp_path):
+    repo, head = one_commit_repo(tmp_path)
     refs = git(repo, "for-each-ref")
     index = (repo / ".git" / "index").read_bytes()
     m = M.parse_mutant(write(tmp_path / "m" / "a" / "0001-v.patch", MUTANT), "a")
@@ -167,13 +172,7 @@ class FakeRunner:
 
 
 def test_run_mutant_caught_survived_and_cached(tmp_path, monkeypatch):
-    repo = tmp_path / "r"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "topic/a")
-    write(repo / "lib" / "f.c", "int f(void)\n{\n\treturn 1;\n}\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "f")
-    head = git(repo, "rev-parse", "HEAD")
+    repo, head = one_commit_repo(tmp_path)
     built = []
 
     def fake_build(root, git_dir, req):
