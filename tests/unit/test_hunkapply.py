@@ -19,6 +19,17 @@ FILLER = [f"filler line {i}\n" for i in range(60)]
 BLOCK = ["a\n", "b\n", "c\n", "X\n", "d\n", "e\n", "f\n"]
 
 
+def git_apply_full(git, path, n: int, tree: str, patch: bytes) -> str | None:
+    """The tree `git apply --cached` gives on a full index of tree (None: it
+    fails); the patch and the index are files number n under path."""
+    f = path / f"p{n}.patch"
+    f.write_bytes(patch)
+    env = {"GIT_INDEX_FILE": str(path / f"full-{n}")}
+    git.run("read-tree", tree, env=env)
+    r = git.try_run("apply", "--cached", "--whitespace=nowarn", str(f), env=env)
+    return git.run("write-tree", env=env).strip() if r.returncode == 0 else None
+
+
 class Repo:
     """A repository whose trees are made from dicts: path -> text, or
     path -> (text, mode) for executables and symlinks."""
@@ -55,12 +66,7 @@ class Repo:
     def git_apply(self, tree: str, patch: bytes) -> str | None:
         """The tree git apply --cached gives on a full index (None: it fails)."""
         self.n += 1
-        f = self.path / f"p{self.n}.patch"
-        f.write_bytes(patch)
-        env = {"GIT_INDEX_FILE": str(self.path / f"full-{self.n}")}
-        self.git.run("read-tree", tree, env=env)
-        r = self.git.try_run("apply", "--cached", "--whitespace=nowarn", str(f), env=env)
-        return self.git.run("write-tree", env=env).strip() if r.returncode == 0 else None
+        return git_apply_full(self.git, self.path, self.n, tree, patch)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import random
 import subprocess
 
 import pytest
+from test_hunkapply import git_apply_full
 
 from ktopic.plumbing.fastapply import FastApply, NotSimple
 from ktopic.plumbing.gitutil import Git, GitError
@@ -51,14 +52,9 @@ class Repo:
         return self.git.run("diff-tree", "-p", "-M", "--full-index", a, b, binary=True)
 
     def git_apply(self, tree: str, patch: bytes) -> str | None:
-        """The tree git apply --cached gives on a full index (None: refused)."""
+        """The tree git apply --cached gives on a full index (None: it fails)."""
         self.n += 1
-        f = self.path / f"p{self.n}.patch"
-        f.write_bytes(patch)
-        env = {"GIT_INDEX_FILE": str(self.path / f"full-{self.n}")}
-        self.git.run("read-tree", tree, env=env)
-        r = self.git.try_run("apply", "--cached", "--whitespace=nowarn", str(f), env=env)
-        return self.git.run("write-tree", env=env).strip() if r.returncode == 0 else None
+        return git_apply_full(self.git, self.path, self.n, tree, patch)
 
 
 def _text(rng: random.Random, n: int) -> list[bytes]:
