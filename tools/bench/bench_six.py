@@ -7,9 +7,12 @@ every lock kind side by side, alternating round by round: uncontended
 lock+unlock (best of 15 rounds of 5,000), and two kthreads bound to the
 two CPUs for 150 ms (CPU time per op, best of 3 rounds) with reads only,
 one write in 64, and three in four.  A six "write" is intent + write.
-Targets (issue #4): uncontended read <= 1.25x rwsem; intent+write <= 1.5x
-mutex; percpu reader mode faster than rwsem under 2-CPU read contention
-(read_only and read_heavy).  Under TCG absolute figures mean little; the
+Targets: uncontended read <= 1.1x rwsem, intent <= 1.2x mutex,
+intent+write <= 2.0x mutex (four serialising atomics against the mutex's
+two: about 1.8x is this API's floor); write_heavy on 2 CPUs no slower than
+rwsem; and, from the first round of targets, the percpu reader mode faster
+than rwsem under 2-CPU read contention (read_only and read_heavy).
+Under TCG absolute figures mean little; the
 ratios come from one boot.
 """
 
@@ -29,6 +32,8 @@ ROWS = [("read, uncontended", "six_read"),
         ("read_heavy (1/64 writes), 2 CPUs", "six_read_heavy_2cpu"),
         ("write_heavy (3/4 writes), 2 CPUs", "six_write_heavy_2cpu")]
 REQUIRED = ["six_read_six", "six_read_rwsem", "six_write_six", "six_write_mutex",
+            "six_intent_six", "six_intent_mutex",
+            "six_write_heavy_2cpu_six", "six_write_heavy_2cpu_rwsem",
             "six_read_only_2cpu_six_pcpu", "six_read_only_2cpu_rwsem",
             "six_read_heavy_2cpu_six_pcpu", "six_read_heavy_2cpu_rwsem"]
 
@@ -46,14 +51,18 @@ def ratio(figs, a: str, b: str) -> float:
 
 
 def verdicts(figs: dict[str, tuple[float, str]]) -> list[tuple[str, bool, str]]:
-    """(name, ok, detail) for the three targets of issue #4."""
+    """(name, ok, detail) per target (module docstring)."""
     read = ratio(figs, "six_read_six", "six_read_rwsem")
+    intent = ratio(figs, "six_intent_six", "six_intent_mutex")
     write = ratio(figs, "six_write_six", "six_write_mutex")
+    wh = ratio(figs, "six_write_heavy_2cpu_six", "six_write_heavy_2cpu_rwsem")
     ro = ratio(figs, "six_read_only_2cpu_six_pcpu", "six_read_only_2cpu_rwsem")
     rh = ratio(figs, "six_read_heavy_2cpu_six_pcpu", "six_read_heavy_2cpu_rwsem")
     return [
-        ("uncontended read vs rwsem", read <= 1.25, f"{read:.2f}x (target <= 1.25x)"),
-        ("intent+write vs mutex", write <= 1.5, f"{write:.2f}x (target <= 1.5x)"),
+        ("uncontended read vs rwsem", read <= 1.1, f"{read:.2f}x (target <= 1.1x)"),
+        ("uncontended intent vs mutex", intent <= 1.2, f"{intent:.2f}x (target <= 1.2x)"),
+        ("intent+write vs mutex", write <= 2.0, f"{write:.2f}x (target <= 2.0x)"),
+        ("write_heavy, 2 CPUs, vs rwsem", wh <= 1.0, f"{wh:.2f}x (target <= 1x)"),
         ("percpu readers vs rwsem, 2-CPU read contention", ro < 1.0 and rh < 1.0,
          f"six_pcpu/rwsem read_only {ro:.2f}x, read_heavy {rh:.2f}x (target < 1x, both)"),
     ]
