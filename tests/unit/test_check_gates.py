@@ -359,7 +359,7 @@ def test_check_branch_is_cached_when_the_gates_are(monkeypatch, tmp_path):
     cache too."""
     pv = check.PatchVerdict("patches/x/1.patch", "x: y", False, cached=True)
 
-    def fake(m, wd, names, opts, log=None):
+    def fake(m, wd, names, opts, log=None, steps=None):
         tv = check.TopicVerdict("x", "topic/x", patches=[pv])
         if opts.bisect:
             tv.bisect = bisectable.BisectResult(ok=True, cached=cached)

@@ -145,6 +145,9 @@ class FakeRunner:
     def build_name(self, t):
         return "topic_a"
 
+    def seed(self, t):
+        return None
+
     def out(self, t):
         d = self.out_dir / R.branch_dir(t.branch)
         d.mkdir(parents=True, exist_ok=True)

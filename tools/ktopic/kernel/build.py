@@ -329,9 +329,12 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
     out = root / "build" / req.name
     if req.seed and not (out / ".config").exists() and \
             (Path(req.seed) / "arch/x86/boot/bzImage").is_file():
-        # A new branch starts from a finished build (usually the base's): make
-        # then recompiles only what differs.  Sound because every file the
-        # worktree switch rewrote is newer than every object of that build.
+        # A new branch starts from a finished build (its nearest built
+        # relative, kernel/seeds.py): make then recompiles only what differs.
+        # Sound because every build compiles from the one worktree, so every
+        # file that differs from what an object of the seed was compiled
+        # from was rewritten (new mtime) after that object; the copy keeps
+        # the objects' mtimes.
         if out.exists():
             shutil.rmtree(out)
         shutil.copytree(req.seed, out, symlinks=True, ignore=shutil.ignore_patterns(

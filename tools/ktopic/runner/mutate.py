@@ -132,7 +132,8 @@ def failure_summary(br: R.BranchResult) -> str:
     return f"{st.stage}: {st.summary}"[:160] if st else ""
 
 
-def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool) -> R.MutantResult:
+def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool,
+               on_line=None) -> R.MutantResult:
     """Apply, build, boot one mutant (runner: a Runner whose out_dir is where
     the mutants' logs go).  The caller holds the work directory's lock."""
     store, key = stampcache.Store(cache), mutant_key(m, t)
@@ -159,7 +160,7 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool) -> R.
         name=runner.build_name(t), commit=commit, base=t.base_commit or None,
         fragments=t.fragments, modules=[runner.qemu_dir / "modules" / x for x in t.modules],
         jobs=runner.opts.jobs, progress=runner.opts.progress,
-        seed=runner.wd.build_dir(buildmod.build_dir_name("base", t.variant)))
+        seed=runner.seed(t), on_line=on_line)
     try:
         b = buildmod.build(runner.root, runner.git_dir, req)
     except Failure as e:
@@ -203,6 +204,13 @@ def mutate(runner, base: Target, t: Target, mutants: list[Mutant],
     something only when it passes itself."""
     runner.run(base)
     plain = runner.run(t)
+    return run_mutants(runner, t, plain, mutants, use_cache, on_result)
+
+
+def run_mutants(runner, t: Target, plain: R.BranchResult, mutants: list[Mutant],
+                use_cache: bool = True, on_result=None) -> list[R.MutantResult]:
+    """The mutants of one topic whose plain result (plain) is known; each
+    is a step (t.branch, "mutants") of runner.steps."""
     cache = runner.wd.results / "mutants"
     out = []
     for m in mutants:
@@ -212,7 +220,9 @@ def mutate(runner, base: Target, t: Target, mutants: list[Mutant],
                                summary=f"{t.branch} fails without the mutant: "
                                        f"{failure_summary(plain)}"[:200])
         else:
-            r = run_mutant(runner, t, m, cache, use_cache)
+            with runner.steps.step(t.branch, "mutants", f"mutant {m.name}", kbuild=True) as st:
+                r = run_mutant(runner, t, m, cache, use_cache, on_line=st.line)
+                st.result(r.status)
         out.append(r)
         if on_result:
             on_result(r)
