@@ -35,12 +35,14 @@ and out/index.html.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import time
 from pathlib import Path
 
 from ktopic import stampcache
 from ktopic.errors import Failure
+from ktopic.fileio import write_atomic
 from ktopic.gates import check
 from ktopic.kernel import boot as bootmod
 from ktopic.kernel import build as buildmod
@@ -583,8 +585,11 @@ def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_rep
                                                       use_cache=opts.use_cache)
             report.branches = [done[id(t)] for t in targets]
             report.timing = steps.totals()
+            records = steps.steps_done()
     if write_report:
         rep.write_all(report, out_dir)
+        # Each step's time and compile count (a benchmark's floor: bench_mainjob.py).
+        write_atomic(out_dir / "steps.json", json.dumps(records, indent=1) + "\n")
     return report
 
 
