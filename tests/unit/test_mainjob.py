@@ -218,3 +218,32 @@ def test_ci_gate_options_that_do_not_go_together(flags, msg):
         setattr(args, k, v)
     with pytest.raises(KtopicError, match=msg):
         cmd_ci.run(args)
+
+
+def test_a_topic_that_rewrites_widely_included_files_goes_last(job):
+    """Among topics whose dependencies are done, the one whose files fewer
+    of the base's objects depend on runs first: every build directory made
+    after a switch over a file recompiles what depends on it."""
+    base = job.wd.build_dir("base")
+    (base / "lib").mkdir(parents=True)
+    src = job.wd.src
+    for i in range(5):   # five objects include f (a's file), one h (c's)
+        deps = [f"{src}/f"] + ([f"{src}/h"] if i == 0 else [])
+        (base / "lib" / f".o{i}.o.cmd").write_text(
+            f"cmd_lib/o{i}.o := gcc\ndeps_lib/o{i}.o := \\\n" + "".join(f"  {d} \\\n"
+                                                                     for d in deps))
+    assert seeds.switch_costs(job.m, job.wd, ["a", "b", "c"]) == {}   # base never built
+    job.run()
+    assert seeds.switch_costs(job.m, job.wd, ["a", "b", "c"]) == {"a": 5, "b": 5, "c": 1}
+    assert [e[1] for e in job.events if e[0] == "build"] == [
+        "base", "base-kcsan", "topic_c", "topic_a", "topic_b", "topic_b-kcsan", "for-next",
+        "for-next-kcsan"]
+
+
+def test_main_order_keeps_dependencies_first(job):
+    ts = runmod.select(runmod.targets_from_manifest(job.m, job.m.root / "qemu",
+                                                    sanitizers=True), [])
+    order = runmod.main_order(ts, {"a": 9, "b": 0, "c": 5})
+    assert [t.branch for t in order] == [
+        "base", "base+kcsan", "topic/c", "topic/a", "topic/b", "topic/b+kcsan", "for-next",
+        "for-next+kcsan"]

@@ -338,7 +338,7 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
         if out.exists():
             shutil.rmtree(out)
         shutil.copytree(req.seed, out, symlinks=True, ignore=shutil.ignore_patterns(
-            "ktopic-modules", "ktopic-build.log", "ktopic.count"))
+            "ktopic-modules", "ktopic-build.log", "ktopic.count", "ktopic-deps.json"))
         _rebase_paths(out / "tools", Path(req.seed).resolve(), out.resolve())
     out.mkdir(parents=True, exist_ok=True)
     res = BuildResult(name=req.name, ok=False, out=out, log=out / "ktopic-build.log",

@@ -29,7 +29,11 @@ Takes the manifest, the work directory, a topic name (or "base",
 
 from __future__ import annotations
 
+import json
+from collections import defaultdict
 from pathlib import Path
+
+from ktopic.fileio import write_atomic
 
 from ktopic.kernel.build import build_dir_name
 from ktopic.model.branchspec import BASE, INTEGRATION
@@ -81,3 +85,53 @@ def seed_for(m, wd, name: str, variant: str = "") -> Path | None:
         if n is not None and (best_n is None or n <= best_n):
             best, best_n = d, n
     return best
+
+
+DEPS_FILE = "ktopic-deps.json"
+
+
+def dependents(build_dir: Path, src: Path) -> dict[str, int]:
+    """How many objects of a finished build depend on each file of the
+    tree (kbuild's .<obj>.o.cmd files name them as <src>/<path>).  Kept
+    in <build_dir>/ktopic-deps.json until the build changes (its
+    bzImage's mtime): a warm run reads one small file."""
+    try:
+        stamp = (build_dir / "arch/x86/boot/bzImage").stat().st_mtime_ns
+    except FileNotFoundError:
+        return {}
+    cache = build_dir / DEPS_FILE
+    try:
+        d = json.loads(cache.read_text())
+        if d["stamp"] == stamp:
+            return d["counts"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    counts: dict[str, int] = defaultdict(int)
+    pre = str(src) + "/"
+    for cmd in build_dir.rglob(".*.o.cmd"):
+        try:
+            text = cmd.read_text(errors="replace")
+        except OSError:
+            continue
+        for f in {t[len(pre):] for t in text.split() if t.startswith(pre)}:
+            counts[f] += 1
+    write_atomic(cache, json.dumps({"stamp": stamp, "counts": counts}) + "\n")
+    return dict(counts)
+
+
+def switch_costs(m, wd, topics: list[str]) -> dict[str, int]:
+    """Per topic: how many objects of the base's build depend on a file
+    the topic changes (summed over the files).  A switch of the one
+    worktree to or from the topic's tree rewrites those files, and every
+    build directory that was compiled without the change recompiles those
+    objects; {} when the base was never built."""
+    deps = dependents(wd.build_dir(build_dir_name(BASE)), Path(wd.src))
+    if not deps:
+        return {}
+    git = Git(Path(wd.git_dir))
+    out = {}
+    for t in topics:
+        p = git.try_run("diff", "--name-only", "--no-renames", f"refs/heads/{BASE}",
+                        f"refs/heads/{m.topics[t].branch}", "--")
+        out[t] = sum(deps.get(f, 0) for f in p.stdout.split()) if not p.returncode else 0
+    return out

@@ -540,18 +540,28 @@ class Runner:
         return br
 
 
-def main_order(targets: list[Target]) -> list[Target]:
+def main_order(targets: list[Target], costs: dict[str, int] | None = None) -> list[Target]:
     """The order the targets run in, so that each tree is worked on once,
-    back to back: the base under every variant; then per topic (in the
-    given order, dependencies first) its plain target and its variants;
-    then the integration branch and its variants.  A topic's gates come
-    just before its plain build and its mutants just after it, all on the
-    worktree state of its head (run_targets)."""
-    def group(ts: list[Target]) -> list[Target]:
-        names = list(dict.fromkeys(t.topic for t in ts))
-        return [t for n in names for t in ts if t.topic == n]
+    back to back: the base under every variant; then per topic its plain
+    target and its variants; then the integration branch and its variants.
+    Topics come after their dependencies; among the topics whose
+    dependencies are done, the one with the lowest switch cost first
+    (costs: seeds.switch_costs(), else the given order): a topic that
+    rewrites a header most objects include makes every later build
+    directory recompile them, so it goes as late as it can.  A topic's
+    gates come just before its plain build and its mutants just after it,
+    all on the worktree state of its head (run_targets)."""
+    costs = costs or {}
+    rest = [t for t in targets if t.topic not in (BASE, INTEGRATION)]
+    names = list(dict.fromkeys(t.topic for t in rest))
+    deps = {n: [d for d in next(t for t in rest if t.topic == n).spec.depends if d in names]
+            for n in names}
+    order: list[str] = []
+    while len(order) < len(names):
+        ready = [n for n in names if n not in order and all(d in order for d in deps[n])]
+        order.append(min(ready, key=lambda n: costs.get(n, 0)))
     return [t for t in targets if t.topic == BASE] + \
-        group([t for t in targets if t.topic not in (BASE, INTEGRATION)]) + \
+        [t for n in order for t in rest if t.topic == n] + \
         [t for t in targets if t.topic == INTEGRATION]
 
 
@@ -577,7 +587,13 @@ def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_rep
             runner = Runner(wd, m, out_dir, opts, live, steps)
             mrunner = None
             done: dict[int, R.BranchResult] = {}
-            for t in main_order(targets):
+            bases = [t for t in targets if t.topic == BASE]
+            for t in bases:
+                done[id(t)] = runner.run(t)
+            topics = list(dict.fromkeys(t.topic for t in targets
+                                        if t.topic not in (BASE, INTEGRATION)))
+            costs = seeds.switch_costs(m, wd, topics) if len(topics) > 1 else {}
+            for t in main_order([t for t in targets if t.topic != BASE], costs):
                 done[id(t)] = br = runner.run(t)
                 if mutants.get(t.topic) and not t.variant and t.topic not in runner.gate_failed:
                     mrunner = mrunner or runner.mutant_runner()
