@@ -160,6 +160,7 @@ class Runner:
         tests: the walk leaves its build directory at the head, so the
         build that follows compiles nothing.  Timed by the gates' own steps
         (checkpatch, bisect builds, warnings)."""
+        self.note(t, "check", "running", "gates")
         st, details = check.check_branch(self.m, self.wd, t.topic, self.out_dir,
                                          bisect=self.opts.bisect, warnings=self.opts.warnings,
                                          jobs=self.opts.jobs, steps=self.steps)
