@@ -200,14 +200,25 @@ def run(repeat: int = 1, argv: list[str] | None = None) -> bool:
         floor, avoidable = floor_steps(steps, changes_wide)
         floor_s = sum(s["seconds"] for s in floor)
 
-        warm_runs = [main_job(ktopic, ci_args, tmp / "out", log) for _ in range(max(1, repeat))]
-        warm, warm_parts = sorted(warm_runs, key=lambda x: x[0].wall)[len(warm_runs) // 2]
+        warm_runs = []
+        for i in range(max(1, repeat)):
+            warm_runs.append(main_job(ktopic, ci_args, tmp / f"out-warm{i}", log) +
+                             (json.loads((tmp / f"out-warm{i}" / "report.json").read_text()),))
+        warm, warm_parts, warm_report = sorted(warm_runs, key=lambda x: x[0].wall)[
+            len(warm_runs) // 2]
         print(f"  [warm] {warm.text()}", flush=True)
+        if o.keep:
+            for i in range(len(warm_runs)):
+                shutil.copytree(tmp / f"out-warm{i}", o.keep / f"out-warm{i}",
+                                dirs_exist_ok=True)
+            shutil.copyfile(log, o.keep / "bench.log")
 
     rows = [("cold: the main job, empty caches", cold.text())]
     rows += [(f"  cold {k}", m.text()) for k, m in cold_parts.items()]
     rows += [(f"warm: nothing changed (median of {len(warm_runs)})", warm.text())]
     rows += [(f"  warm {k}", m.text()) for k, m in warm_parts.items()]
+    rows += [(f"  warm stage {st}", f"{fmt_s(w)} wall, CPU {fmt_s(c)}, {k} kbuild steps")
+             for st, w, c, k in stage_totals(warm_report.get("timing", []))]
     rows += [(f"  stage {st}", f"{fmt_s(w)} wall, CPU {fmt_s(c)}, {k} kbuild steps")
              for st, w, c, k in stage_totals(report.get("timing", []))]
     rows.append(("wide headers (>= half of base's objects)",
