@@ -21,7 +21,8 @@ survivor, it fails the gate.  So does every mutant of a branch whose own
 tests fail (a failure then proves nothing).
 
 Results are cached under <workdir>/results/mutants/ by content: the
-mutant file, the branch's result key (tree, config, qemu inputs, tool).
+mutant file, the branch's result key (tree, config, qemu inputs, tool);
+not a result that rests on a time-out (it may be the machine's load).
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ from ktopic.model.targets import Target
 from ktopic.plumbing.gitutil import Git
 
 MUTATE_VERSION = "1"
+# Findings a loaded machine can cause, and those a guest cut short by one
+# gives (a suite that had not run yet, no "done").
+LOAD_KINDS = {"timeout", "silence", "qemu"}
+KILLED_KINDS = {"missing_suite", "incomplete"}
 _NAME = re.compile(r"^\d{4}-[A-Za-z0-9._+-]+\.patch$")
 
 
@@ -183,8 +188,12 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool,
         res.named_failed = named_failed(m.caught_by, br)
         res.summary = failure_summary(br) + \
             ("" if res.named_failed else f" (not by {m.caught_by})")
-    # Time-outs may be load, not the mutant: such results are not kept.
-    if any(f.kind in ("timeout", "silence", "qemu") for f in br.findings):
+    # Time-outs may be load, not the mutant: a result that rests on one is
+    # not kept.  One caught by another failure too is (a mutant that hangs
+    # the guest after a WARNING): the time-out does not decide it.
+    if any(f.kind in LOAD_KINDS for f in br.findings) and not \
+            (res.status == CAUGHT and any(f.kind not in LOAD_KINDS | KILLED_KINDS and
+                                          not f.in_base for f in br.findings)):
         res.seconds = time.monotonic() - t0
         return res
     return _store(res, store, key, t0)
