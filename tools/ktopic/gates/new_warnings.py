@@ -192,7 +192,8 @@ def collect(plan, wd, at: str, jobs: int = 0, log=None) -> Collected:
     # configuration drops them from .config: the head must get them back, or
     # its new code is compiled with its options off.
     kconfig.configure(kconfig.ConfigRequest(src=wt.path, out=out,
-                                            fragments=plan.fragments, make_env=env))
+                                            fragments=plan.fragments, make_env=env,
+                                            make_args=[buildmod.HOSTCC]))
     # A .c that another .c #includes (a KUnit suite compiled into the file
     # it tests) has no object of its own: its warnings come with the
     # including object's, and compiling it alone only gives errors.

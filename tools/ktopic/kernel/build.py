@@ -46,6 +46,10 @@ BUILD_ENV = {
     "KBUILD_BUILD_VERSION": "1",
 }
 
+# Every make of a build directory, its config targets too: host programs
+# (fixdep, conf) built by another compiler would be built again.
+HOSTCC = "HOSTCC=ccache gcc"
+
 # Paths of the tree that kbuild never compiles.
 _NOT_KBUILD = ("tools/", "Documentation/")
 
@@ -349,7 +353,8 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
     jobs = req.jobs or os.cpu_count() or 1
 
     cfg = kconfig.configure(kconfig.ConfigRequest(src=wt.path, out=out,
-                                                  fragments=req.fragments, make_env=env))
+                                                  fragments=req.fragments, make_env=env,
+                                                  make_args=[HOSTCC]))
     res.config = cfg
     if not cfg.ok:
         res.error = f"{len(cfg.missing)} config value(s) did not stick: " + \
@@ -369,7 +374,7 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
     try:
         with open(res.log, "w", buffering=1) as log:
             rc = _run_make(["make", "-C", str(wt.path), f"O={out}", f"-j{jobs}",
-                            "CC=ccache gcc", "HOSTCC=ccache gcc", *targets], env, log, prog)
+                            "CC=ccache gcc", HOSTCC, *targets], env, log, prog)
             if rc:
                 res.error = f"kernel build failed (make exit {rc}), see {res.log}"
                 res.details = _error_lines(res.log)
