@@ -10,16 +10,18 @@ PYTEST  := $(PYTHON) -m pytest -c tests/pytest.ini --rootdir=tests
 all: deps main
 
 # The main job: import the packaged tree, generate every branch, show them;
-# gate every topic: checkpatch, sign-offs, recipients (seconds), then every
-# commit builds and no new W=1/sparse warning (only topics whose commits,
-# config or toolchain changed: the rest is cached); then per branch: build,
-# boot and test (out/index.html), with the KCSAN variants and expectation
-# boots the manifest asks for; then the mutation gate: every mutant of
-# qemu/mutants/ must make its topic's tests fail (cached by content: only
-# mutants whose branch, config or file changed are built and booted).
-# A failing gate stops the job before the boots (`make -k` goes on to
-# them).  docs/gates.md, "In the main job"; docs/ci.md, "Mutation gate".
-main: import generate status gates ci mutate
+# then one `ktopic ci` that works on each tree once, back to back: the base
+# (and its KCSAN variant); per topic, in dependency order, its gates
+# (checkpatch, sign-offs, recipients; every commit builds; no new
+# W=1/sparse warning), its build, boot and tests (out/index.html), its
+# expectation boots, its mutants (each must make the topic's tests fail)
+# and its KCSAN variant; the integration branch last.  Everything is
+# cached by content: only what changed is built and booted.  A topic whose
+# gates fail is not booted (the job goes on with the others, exits 1).
+# `make gates`, `make ci`, `make mutate` still run one part alone.
+# docs/ci.md, "The main job"; docs/gates.md, "In the main job".
+main: import generate status
+	$(KTOPIC) ci --bisect --warnings --mutate
 
 import:
 	$(KTOPIC) import-base

@@ -143,3 +143,21 @@ def test_pinned_environment(tmp_path):
     for k in ("KBUILD_BUILD_TIMESTAMP", "KBUILD_BUILD_USER", "KBUILD_BUILD_HOST"):
         assert env[k]
     assert "MAKEFLAGS" not in env
+
+
+def test_the_config_targets_use_the_builds_host_compiler(tmp_path, monkeypatch):
+    """kconfig's make and the build's make name the same HOSTCC: with two,
+    each rebuilt fixdep for the other, in every build."""
+    from ktopic.kernel import kconfig
+    seen = []
+
+    def configure(req):
+        seen.append(req)
+        return kconfig.ConfigResult(config=tmp_path / ".config", fragment_hash="",
+                                    config_hash="", missing=["CONFIG_X=y (got: not set)"])
+    monkeypatch.setattr(build.Worktree, "checkout", lambda self, commit: None)
+    monkeypatch.setattr(kconfig, "configure", configure)
+    res = build.build(tmp_path, tmp_path / "git", build.BuildRequest(
+        name="b", commit="c", base=None, fragments=[]))
+    assert not res.ok and [getattr(r, "make_args", []) for r in seen] == [["HOSTCC=ccache gcc"]]
+    assert build.HOSTCC == "HOSTCC=ccache gcc"

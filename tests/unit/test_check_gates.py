@@ -359,7 +359,7 @@ def test_check_branch_is_cached_when_the_gates_are(monkeypatch, tmp_path):
     cache too."""
     pv = check.PatchVerdict("patches/x/1.patch", "x: y", False, cached=True)
 
-    def fake(m, wd, names, opts, log=None):
+    def fake(m, wd, names, opts, log=None, steps=None):
         tv = check.TopicVerdict("x", "topic/x", patches=[pv])
         if opts.bisect:
             tv.bisect = bisectable.BisectResult(ok=True, cached=cached)
@@ -446,3 +446,61 @@ def test_a_c_file_included_by_another_is_not_compiled_alone(tmp_path):
     assert new_warnings.included_only(tmp_path, "lib/closure_test.c")
     assert not new_warnings.included_only(tmp_path, "lib/closure.c")    # built on its own
     assert not new_warnings.included_only(tmp_path, "lib/fresh.c")      # in no object yet
+
+
+def test_the_warnings_pass_leaves_the_build_directory_as_it_was(tmp_path, monkeypatch):
+    """W=1/sparse compiles the changed objects for real (they are moved
+    aside first), then puts the normal ones back with their mtimes: the
+    build right after the walk has nothing to compile or link again."""
+    from ktopic.kernel import build as buildmod
+    from ktopic.kernel import kconfig
+    src = tmp_path / "repo"
+    (src / "lib").mkdir(parents=True)
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e.org",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e.org")
+
+    def git(*a):
+        return subprocess.run(["git", "-C", str(src), *a], check=True, env=env,
+                              capture_output=True, text=True).stdout.strip()
+    git("init", "-q")
+    (src / "lib/a.c").write_text("int a;\n")
+    git("add", "-A")
+    git("commit", "-qm", "start")
+    start = git("rev-parse", "HEAD")
+    (src / "lib/a.c").write_text("int a;\nint b;\n")
+    git("commit", "-qam", "head")
+    wd = _WD(tmp_path / "work")
+    wd.git_dir = src / ".git"
+    plan = bisectable.Plan("x", "topic/x", start=start, head=git("rev-parse", "HEAD"),
+                           commits=[(git("rev-parse", "HEAD"), "head")], build_name="topic_x")
+    out = wd.build_dir("topic_x")
+    (out / "lib").mkdir(parents=True)
+    (out / ".config").write_text("CONFIG_A=y\n")
+    obj, cmd = out / "lib/a.o", out / "lib/.a.o.cmd"
+    obj.write_text("normal")
+    cmd.write_text("savedcmd_lib/a.o := gcc -c")
+    for f in (obj, cmd):
+        os.utime(f, (1000, 1000))
+    monkeypatch.setattr(buildmod.Worktree, "checkout", lambda self, commit: None)
+    monkeypatch.setattr(kconfig, "configure", lambda req: None)
+    ran = []
+    real_run = subprocess.run
+
+    def fake_make(cmd_, **kw):
+        if cmd_[0] != "make":
+            return real_run(cmd_, **kw)
+        ran.append(obj.exists())
+        obj.write_text("W=1")
+        cmd.write_text("savedcmd_lib/a.o := gcc -c -Wextra")
+        return subprocess.CompletedProcess(cmd_, 0, "  CC      lib/a.o\n"
+                                           "lib/a.c:2:5: warning: no previous declaration "
+                                           "for 'b' [-Wmissing-variable-declarations]\n", "")
+    monkeypatch.setattr(new_warnings.subprocess, "run", fake_make)
+    col = new_warnings.collect(plan, wd, at="head")
+    assert ran == [False]                                  # compiled for real
+    assert [d.message for d in col.diagnostics] == [
+        "no previous declaration for 'b' [-Wmissing-variable-declarations]"]
+    assert col.not_built == []
+    assert obj.read_text() == "normal" and obj.stat().st_mtime == 1000
+    assert cmd.read_text() == "savedcmd_lib/a.o := gcc -c" and cmd.stat().st_mtime == 1000
+    assert not (out / new_warnings.STASH).exists()

@@ -145,6 +145,9 @@ class FakeRunner:
     def build_name(self, t):
         return "topic_a"
 
+    def seed(self, t):
+        return None
+
     def out(self, t):
         d = self.out_dir / R.branch_dir(t.branch)
         d.mkdir(parents=True, exist_ok=True)
@@ -356,3 +359,32 @@ def test_mutate_with_the_runner(world, monkeypatch, tmp_path):  # noqa: F811
     runner = w.runner(use_cache=False, base_cache=False)
     res = M.mutate(runner, base, a, [surv], use_cache=False)
     assert res[0].status == R.INVALID and "fails without the mutant" in res[0].summary
+
+
+def test_a_mutant_caught_beside_a_time_out_is_kept_one_caught_by_it_alone_is_not(
+        tmp_path, monkeypatch):
+    """A mutant that hangs the guest after a WARNING is caught whatever the
+    machine's load: kept.  One whose only failures are the time-out (and
+    the suites it cut short) may be the load's: run again next time."""
+    repo, head = one_commit_repo(tmp_path)
+    built = []
+
+    def fake_build(root, git_dir, req):
+        built.append(req.commit)
+        return buildmod.BuildResult(name=req.name, ok=True, out=root / "build" / req.name)
+    monkeypatch.setattr(buildmod, "build", fake_build)
+    runner = FakeRunner(tmp_path, repo, fail_on="no such text")
+    findings = []
+    runner._boot_and_test = lambda t, br, res: br.findings.extend(
+        R.Finding(k, k) for k in findings)
+    t = T.Target(T.BranchSpec("topic", "a", "topic/a"), [], commit=head,
+                 tree=git(repo, "rev-parse", "HEAD^{tree}"), key="k1")
+    m = M.parse_mutant(write(tmp_path / "m" / "a" / "0001-c.patch", MUTANT), "a")
+    findings[:] = ["silence", "missing_suite", "incomplete"]
+    for _ in range(2):
+        assert M.run_mutant(runner, t, m, tmp_path / "cache", True).status == R.CAUGHT
+    assert len(built) == 2                      # not kept: built and booted again
+    findings[:] = ["warning", "silence", "missing_suite"]
+    first = M.run_mutant(runner, t, m, tmp_path / "cache", True)
+    again = M.run_mutant(runner, t, m, tmp_path / "cache", True)
+    assert first.status == again.status == R.CAUGHT and again.cached and len(built) == 3

@@ -27,6 +27,15 @@ def register(sub) -> None:
     p.add_argument("--gates-only", action="store_true",
                    help="generate and the patch gates only: no kernel build, boot or test "
                         "(recorded as skipped; minutes instead of an hour on a cold runner)")
+    p.add_argument("--bisect", action="store_true",
+                   help="the build gate of `ktopic check --bisect` (every commit builds), per "
+                        "topic just before its build; a failing gate keeps the topic from "
+                        "booting")
+    p.add_argument("--warnings", action="store_true",
+                   help="the same for `ktopic check --warnings` (no new W=1/sparse warning)")
+    p.add_argument("--mutate", action="store_true",
+                   help="the mutation gate (`ktopic mutate`) per topic, right after its "
+                        "plain result; the mutants join the report")
     p.add_argument("-o", "--out", type=Path, default=None,
                    help="output directory (default: out/ beside the manifest)")
     common.add_common(p)
@@ -36,15 +45,26 @@ def register(sub) -> None:
 def run(args) -> int:
     if args.gates_only and args.no_check:
         raise KtopicError("--gates-only with --no-check leaves nothing to run")
+    bisect, warnings, mutate = (getattr(args, o, False) for o in ("bisect", "warnings", "mutate"))
+    gates = [o for o, on in (("--bisect", bisect), ("--warnings", warnings),
+                             ("--mutate", mutate)) if on]
+    if gates and args.gates_only:
+        raise KtopicError(f"{gates[0]} builds kernels: not with --gates-only")
+    if (bisect or warnings) and args.no_check:
+        raise KtopicError(f"{gates[0]} is a gate of the check stage: not with --no-check")
     m = common._manifest(args)
     out_dir = Path(args.out or Path(m.root) / "out")
     opts = common.options_from_args(args)
     # The manifest's `sanitizers:` variants run too (not in a whole-run --kasan/--kcsan).
     opts.sanitizers = not args.no_sanitizers
+    opts.bisect, opts.warnings, opts.mutate = bisect, warnings, mutate
     report = run_targets(m, common._workdir(args), opts, args.branches,
                          out_dir, write_report=True, use_live=True)
     print()
     rep.print_report(report)
     print()
+    if report.mutants:
+        print("\n".join(rep.mutation_lines(report)))
+        print()
     rep.print_timing(report.timing)
     return 0 if report.ok else 1

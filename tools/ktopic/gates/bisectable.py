@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ktopic.kernel import build as buildmod
+from ktopic.kernel import seeds
 from ktopic.kernel.steplog import StepLog
 from ktopic.model import results as R
 from ktopic.model.targets import targets_from_manifest
@@ -44,6 +45,7 @@ class Plan:
     commits: list[tuple[str, str]] = field(default_factory=list)   # (sha, subject), oldest first
     fragments: list[Path] = field(default_factory=list)
     build_name: str = ""
+    seed: Path | None = None         # what a new build directory starts from (kernel/seeds.py)
     error: str = ""
 
 
@@ -131,7 +133,8 @@ def plan(m, wd, topic: str) -> Plan:
     want = INTEGRATION if topic == INTEGRATION else topic
     target = next(t for t in targets if t.topic == want)
     p = Plan(topic, target.branch, fragments=target.fragments,
-             build_name=buildmod.build_dir_name(target.branch))
+             build_name=buildmod.build_dir_name(target.branch),
+             seed=seeds.seed_for(m, wd, want))
     head = _git(git_dir, "rev-parse", "-q", "--verify", f"refs/heads/{target.branch}^{{commit}}") \
         if _exists(git_dir, f"refs/heads/{target.branch}") else ""
     if not head.strip():
@@ -233,7 +236,7 @@ def _build(p: Plan, wd, commit: str, parent: str | None, fragments: list[Path], 
     t0 = time.monotonic()
     req = buildmod.BuildRequest(name=p.build_name, commit=commit, base=parent,
                                 fragments=fragments, jobs=jobs, progress=progress,
-                                on_line=on_line, seed=wd.build_dir(buildmod.build_dir_name("base")))
+                                on_line=on_line, seed=p.seed or wd.build_dir(buildmod.build_dir_name("base")))
     try:
         return buildmod.build(root, Path(wd.git_dir), req)
     except Failure as e:

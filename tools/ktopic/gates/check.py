@@ -419,8 +419,8 @@ def findings(tv: TopicVerdict) -> list[R.Finding]:
 
 
 def check_branch(manifest, workdir, topic: str, out_dir: Path | None = None,
-                 bisect: bool = False, warnings: bool = False, jobs: int = 0
-                 ) -> tuple[R.StageResult, dict]:
+                 bisect: bool = False, warnings: bool = False, jobs: int = 0,
+                 steps: StepLog | None = None) -> tuple[R.StageResult, dict]:
     """The "check" stage of one branch, for `ktopic ci`.
 
     topic: a topic name, a branch name, or "integration".  Returns the
@@ -429,10 +429,12 @@ def check_branch(manifest, workdir, topic: str, out_dir: Path | None = None,
     With out_dir, the report is written to out_dir/<branch-dir>/check.log
     and the StageResult's log points at it (relative to out_dir).  Builds
     (bisect, warnings) take the work directory's lock (ci already holds it;
-    the lock is re-entrant)."""
+    the lock is re-entrant).  steps: the run's StepLog, which times the
+    gates' steps (checkpatch, bisect builds, warnings)."""
     t0 = time.monotonic()
     tv = check_topics(manifest, workdir, [topic],
-                      Options(bisect=bisect, warnings=warnings, jobs=jobs, progress=False))[0]
+                      Options(bisect=bisect, warnings=warnings, jobs=jobs, progress=False),
+                      steps=steps)[0]
     lines = render(tv)
     log = ""
     if out_dir is not None:

@@ -7,16 +7,17 @@ configured build directory, with W=1 and sparse (C=1):
     make -C <worktree> O=<build dir> -k W=1 C=1 path/file.o ...
 
 once with the worktree at the topic's start (base + dependencies; the files
-that exist there), once at its head.  Each object is removed first, so gcc
-and sparse really run.  A diagnostic counts by its file, kind and message
+that exist there), once at its head.  Each object (with its .cmd) is moved
+aside first, so gcc and sparse really run, and put back after, so the
+directory is left as its last normal build made it (objects_kept()).  A diagnostic counts by its file, kind and message
 with line and column numbers taken out; a (file, kind, message) the head
 shows more often than the start is new, and fails the gate, quoted with
 file:line and the compiler's own lines.  What the start already shows is not
 the topic's.  An object the configuration does not build is named, not
 failed (build.py fails changed code that was never compiled).
 
-The next normal build of the directory recompiles those objects with the
-normal flags (ccache has them).
+The next normal build of the directory compiles and links nothing again
+for them.
 
 Takes a topic's Plan and the work directory; gives the warnings its head
 adds over its start.
@@ -24,8 +25,10 @@ adds over its start.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
 import subprocess
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -189,29 +192,59 @@ def collect(plan, wd, at: str, jobs: int = 0, log=None) -> Collected:
     # configuration drops them from .config: the head must get them back, or
     # its new code is compiled with its options off.
     kconfig.configure(kconfig.ConfigRequest(src=wt.path, out=out,
-                                            fragments=plan.fragments, make_env=env))
+                                            fragments=plan.fragments, make_env=env,
+                                            make_args=[buildmod.HOSTCC]))
     # A .c that another .c #includes (a KUnit suite compiled into the file
     # it tests) has no object of its own: its warnings come with the
     # including object's, and compiling it alone only gives errors.
     files = [f for f in files if not included_only(out, f)]
     col.files = files
     objs = [f[:-2] + ".o" for f in files]
-    for o in objs:
-        (out / o).unlink(missing_ok=True)
     if log:
         log(f"warnings {plan.branch}: W=1 C=1 at the {at} ({commit[:12]}): {' '.join(objs)}")
     cmd = ["make", "-C", str(wt.path), f"O={out}", "-k", f"-j{jobs or os.cpu_count() or 1}",
            "W=1", "C=1", "CC=ccache gcc", "HOSTCC=ccache gcc", *objs]
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, errors="replace")
+    with objects_kept(out, objs):
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, errors="replace")
+        built = {o for o in objs if (out / o).is_file()}
     col.log = f"$ {' '.join(cmd)}\n{p.stdout}"
     (out / f"ktopic-warnings-{at}.log").write_text(col.log)
     col.diagnostics = parse(p.stdout, wt.path, out)
     for f, o in zip(files, objs):
-        if not (out / o).is_file() and not any(d.file == f and d.kind == "error"
-                                                for d in col.diagnostics):
+        if o not in built and not any(d.file == f and d.kind == "error"
+                                      for d in col.diagnostics):
             col.not_built.append(f)
     return col
+
+
+STASH = "ktopic-warnings-stash"
+
+
+@contextlib.contextmanager
+def objects_kept(out: Path, objs: list[str]):
+    """The objects (and kbuild's .<name>.o.cmd beside each) moved aside, so
+    that make really compiles them, and put back afterwards as they were
+    (renames keep their mtimes): the directory is then in the state the
+    last normal build left, and the next one (`ktopic ci` right after the
+    walk) has nothing to compile or link again.  Sound: the files put back
+    are the ones make's dependency tracking already accounted for.  An
+    object that was not there is left as the W=1 pass made it."""
+    stash = out / STASH
+    shutil.rmtree(stash, ignore_errors=True)
+    kept = []
+    for o in objs:
+        for rel in (o, str(Path(o).parent / f".{Path(o).name}.cmd")):
+            if (out / rel).is_file():
+                (stash / rel).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(out / rel, stash / rel)
+                kept.append(rel)
+    try:
+        yield
+    finally:
+        for rel in kept:
+            os.replace(stash / rel, out / rel)
+        shutil.rmtree(stash, ignore_errors=True)
 
 
 def included_only(out: Path, rel: str) -> bool:

@@ -46,6 +46,10 @@ BUILD_ENV = {
     "KBUILD_BUILD_VERSION": "1",
 }
 
+# Every make of a build directory, its config targets too: host programs
+# (fixdep, conf) built by another compiler would be built again.
+HOSTCC = "HOSTCC=ccache gcc"
+
 # Paths of the tree that kbuild never compiles.
 _NOT_KBUILD = ("tools/", "Documentation/")
 
@@ -329,13 +333,16 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
     out = root / "build" / req.name
     if req.seed and not (out / ".config").exists() and \
             (Path(req.seed) / "arch/x86/boot/bzImage").is_file():
-        # A new branch starts from a finished build (usually the base's): make
-        # then recompiles only what differs.  Sound because every file the
-        # worktree switch rewrote is newer than every object of that build.
+        # A new branch starts from a finished build (its nearest built
+        # relative, kernel/seeds.py): make then recompiles only what differs.
+        # Sound because every build compiles from the one worktree, so every
+        # file that differs from what an object of the seed was compiled
+        # from was rewritten (new mtime) after that object; the copy keeps
+        # the objects' mtimes.
         if out.exists():
             shutil.rmtree(out)
         shutil.copytree(req.seed, out, symlinks=True, ignore=shutil.ignore_patterns(
-            "ktopic-modules", "ktopic-build.log", "ktopic.count"))
+            "ktopic-modules", "ktopic-build.log", "ktopic.count", "ktopic-deps.json"))
         _rebase_paths(out / "tools", Path(req.seed).resolve(), out.resolve())
     out.mkdir(parents=True, exist_ok=True)
     res = BuildResult(name=req.name, ok=False, out=out, log=out / "ktopic-build.log",
@@ -346,7 +353,8 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
     jobs = req.jobs or os.cpu_count() or 1
 
     cfg = kconfig.configure(kconfig.ConfigRequest(src=wt.path, out=out,
-                                                  fragments=req.fragments, make_env=env))
+                                                  fragments=req.fragments, make_env=env,
+                                                  make_args=[HOSTCC]))
     res.config = cfg
     if not cfg.ok:
         res.error = f"{len(cfg.missing)} config value(s) did not stick: " + \
@@ -366,7 +374,7 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
     try:
         with open(res.log, "w", buffering=1) as log:
             rc = _run_make(["make", "-C", str(wt.path), f"O={out}", f"-j{jobs}",
-                            "CC=ccache gcc", "HOSTCC=ccache gcc", *targets], env, log, prog)
+                            "CC=ccache gcc", HOSTCC, *targets], env, log, prog)
             if rc:
                 res.error = f"kernel build failed (make exit {rc}), see {res.log}"
                 res.details = _error_lines(res.log)

@@ -40,6 +40,10 @@ class ConfigRequest:
     out: Path                        # O= build directory
     fragments: list[Path]            # in order; later ones win
     make_env: dict[str, str] = field(default_factory=dict)
+    # More make arguments: the build's own HOSTCC, or the config targets
+    # build fixdep with another compiler and every build after them
+    # compiles it again.
+    make_args: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -155,8 +159,9 @@ def configure(req: ConfigRequest) -> ConfigResult:
     log = p.stdout
     if p.returncode:
         raise Failure(f"config: merge_config.sh failed:\n{p.stdout.strip()}")
-    log += _make(req.src, out, "allnoconfig", env, [f"KCONFIG_ALLCONFIG={merged}"])
-    log += _make(req.src, out, "olddefconfig", env)
+    log += _make(req.src, out, "allnoconfig", env,
+                 [*req.make_args, f"KCONFIG_ALLCONFIG={merged}"])
+    log += _make(req.src, out, "olddefconfig", env, req.make_args)
     config = out / ".config"
     requested = requested_values(req.fragments)
     missing = check_values(requested, read_config(config))

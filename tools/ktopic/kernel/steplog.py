@@ -25,8 +25,9 @@ stage).  ``totals()`` gives the rows, an ``other`` row (what no step
 covered: git, caches, reports) and a ``total`` row, the whole run, which
 the others add up to.
 
-Takes steps from the gates and the runner; gives log lines and
-results.StageTime rows.
+Takes steps from the gates and the runner; gives log lines,
+results.StageTime rows and a record per step (steps_done(): `ktopic ci`
+writes them to out/steps.json).
 """
 
 from __future__ import annotations
@@ -157,6 +158,7 @@ class StepLog:
         self.lock = threading.RLock()
         self.running: list[Step] = []
         self.rows: dict[tuple[str, str], StageTime] = {}
+        self.records: list[dict] = []          # one per finished step (records())
         self.t0 = self.clock()
         self.cpu0 = self.cpu()
         self.load0 = round(self.load(), 2)
@@ -200,11 +202,16 @@ class StepLog:
             row.cpu += self.cpu() - s.cpu0
             row.runs += 1
             row.kbuild += s.count
+            rec = {"branch": s.branch, "stage": s.stage, "what": s.what, "commit": s.commit,
+                   "seconds": round(now - s.t0, 2), "cpu": round(self.cpu() - s.cpu0, 2),
+                   "kbuild": s.count, "outcome": s.outcome}
             if s.cc0 is not None:
                 cc = self.ccache()
                 if cc is not None:
                     row.ccache_hits = (row.ccache_hits or 0) + cc[0] - s.cc0[0]
                     row.ccache_misses = (row.ccache_misses or 0) + cc[1] - s.cc0[1]
+                    rec.update(ccache_hits=cc[0] - s.cc0[0], ccache_misses=cc[1] - s.cc0[1])
+            self.records.append(rec)
             if s in self.running:
                 self.running.remove(s)
             if self.edges:
@@ -246,6 +253,13 @@ class StepLog:
         return False
 
     # --- where the time went
+    def steps_done(self) -> list[dict]:
+        """Every finished step, in the order they ended: branch, stage, what,
+        commit, seconds, cpu, kbuild (its kbuild steps: how much it
+        compiled), outcome, and ccache_hits/misses for a build."""
+        with self.lock:
+            return [dict(r) for r in self.records]
+
     def totals(self) -> list[StageTime]:
         """Every row in the order first started, then `other` (the run's time
         no step covered) and `total` (the run, from this log's creation)."""

@@ -21,7 +21,8 @@ survivor, it fails the gate.  So does every mutant of a branch whose own
 tests fail (a failure then proves nothing).
 
 Results are cached under <workdir>/results/mutants/ by content: the
-mutant file, the branch's result key (tree, config, qemu inputs, tool).
+mutant file, the branch's result key (tree, config, qemu inputs, tool);
+not a result that rests on a time-out (it may be the machine's load).
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ from ktopic.model.targets import Target
 from ktopic.plumbing.gitutil import Git
 
 MUTATE_VERSION = "1"
+# Findings a loaded machine can cause, and those a guest cut short by one
+# gives (a suite that had not run yet, no "done").
+LOAD_KINDS = {"timeout", "silence", "qemu"}
+KILLED_KINDS = {"missing_suite", "incomplete"}
 _NAME = re.compile(r"^\d{4}-[A-Za-z0-9._+-]+\.patch$")
 
 
@@ -132,7 +137,8 @@ def failure_summary(br: R.BranchResult) -> str:
     return f"{st.stage}: {st.summary}"[:160] if st else ""
 
 
-def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool) -> R.MutantResult:
+def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool,
+               on_line=None) -> R.MutantResult:
     """Apply, build, boot one mutant (runner: a Runner whose out_dir is where
     the mutants' logs go).  The caller holds the work directory's lock."""
     store, key = stampcache.Store(cache), mutant_key(m, t)
@@ -159,7 +165,7 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool) -> R.
         name=runner.build_name(t), commit=commit, base=t.base_commit or None,
         fragments=t.fragments, modules=[runner.qemu_dir / "modules" / x for x in t.modules],
         jobs=runner.opts.jobs, progress=runner.opts.progress,
-        seed=runner.wd.build_dir(buildmod.build_dir_name("base", t.variant)))
+        seed=runner.seed(t), on_line=on_line)
     try:
         b = buildmod.build(runner.root, runner.git_dir, req)
     except Failure as e:
@@ -182,8 +188,12 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool) -> R.
         res.named_failed = named_failed(m.caught_by, br)
         res.summary = failure_summary(br) + \
             ("" if res.named_failed else f" (not by {m.caught_by})")
-    # Time-outs may be load, not the mutant: such results are not kept.
-    if any(f.kind in ("timeout", "silence", "qemu") for f in br.findings):
+    # Time-outs may be load, not the mutant: a result that rests on one is
+    # not kept.  One caught by another failure too is (a mutant that hangs
+    # the guest after a WARNING): the time-out does not decide it.
+    if any(f.kind in LOAD_KINDS for f in br.findings) and not \
+            (res.status == CAUGHT and any(f.kind not in LOAD_KINDS | KILLED_KINDS and
+                                          not f.in_base for f in br.findings)):
         res.seconds = time.monotonic() - t0
         return res
     return _store(res, store, key, t0)
@@ -203,6 +213,13 @@ def mutate(runner, base: Target, t: Target, mutants: list[Mutant],
     something only when it passes itself."""
     runner.run(base)
     plain = runner.run(t)
+    return run_mutants(runner, t, plain, mutants, use_cache, on_result)
+
+
+def run_mutants(runner, t: Target, plain: R.BranchResult, mutants: list[Mutant],
+                use_cache: bool = True, on_result=None) -> list[R.MutantResult]:
+    """The mutants of one topic whose plain result (plain) is known; each
+    is a step (t.branch, "mutants") of runner.steps."""
     cache = runner.wd.results / "mutants"
     out = []
     for m in mutants:
@@ -212,7 +229,9 @@ def mutate(runner, base: Target, t: Target, mutants: list[Mutant],
                                summary=f"{t.branch} fails without the mutant: "
                                        f"{failure_summary(plain)}"[:200])
         else:
-            r = run_mutant(runner, t, m, cache, use_cache)
+            with runner.steps.step(t.branch, "mutants", f"mutant {m.name}", kbuild=True) as st:
+                r = run_mutant(runner, t, m, cache, use_cache, on_line=st.line)
+                st.result(r.status)
         out.append(r)
         if on_result:
             on_result(r)

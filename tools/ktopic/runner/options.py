@@ -24,3 +24,6 @@ class Options:
     progress: bool = True
     check: bool = False              # run the patch gates (ktopic check) as a stage
     build: bool = True               # False: generate and gates only, no build/boot/test
+    bisect: bool = False             # the build gates (ktopic check --bisect, --warnings)
+    warnings: bool = False           # run per topic just before its build, which they block
+    mutate: bool = False             # the mutation gate per topic, after its plain result

@@ -35,24 +35,27 @@ and out/index.html.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import time
 from pathlib import Path
 
 from ktopic import stampcache
 from ktopic.errors import Failure
+from ktopic.fileio import write_atomic
 from ktopic.gates import check
 from ktopic.kernel import boot as bootmod
 from ktopic.kernel import build as buildmod
-from ktopic.kernel import console_scan, initramfs, kconfig, ktap
+from ktopic.kernel import console_scan, initramfs, kconfig, ktap, seeds
 from ktopic.kernel.steplog import StepLog, ccache_counter
 from ktopic.model import results as R
 from ktopic.model.results import CACHED, FAIL, PASS, SKIP
-from ktopic.model.targets import BASE, Target, select, targets_from_manifest
+from ktopic.model.targets import BASE, INTEGRATION, Target, select, targets_from_manifest
 from ktopic.plumbing.gitutil import Git
 from ktopic.report import report as rep
 from ktopic.runner.cachekeys import compute_keys
 from ktopic.runner import expect as expect_mod
+from ktopic.runner import mutate as mut
 from ktopic.runner.options import Options
 
 CI_STAGES = ("generate", "check", "build", "boot", "test", "expect")
@@ -83,6 +86,7 @@ class Runner:
         self.results: dict[str, R.BranchResult] = {}                    # result key -> result
         # Per build variant ("" plain, "kcsan", ...): the base's finding signatures.
         self.base_sigs: dict[str, set[str]] = {}
+        self.gate_failed: set[str] = set()   # topics whose build gates failed (not booted)
         self.host = bootmod.Host(self.root, opts.accel)
         self.allow = console_scan.load_allowlist(self.qemu_dir / "allowlist.yaml")
 
@@ -105,6 +109,11 @@ class Runner:
         """The O= directory: the git branch's, plus the sanitizer variant."""
         return buildmod.build_dir_name(t.git_branch or t.branch, t.variant)
 
+    def seed(self, t: Target) -> Path | None:
+        """What a new build directory of t starts from: its nearest built
+        relative (kernel/seeds.py)."""
+        return seeds.seed_for(self.m, self.wd, t.topic, t.variant)
+
     def rel(self, p: Path) -> str:
         return str(p.relative_to(self.out_dir))
 
@@ -121,7 +130,17 @@ class Runner:
         return True
 
     # --- the stages
+    def gated(self, t: Target) -> bool:
+        """The build gates run just before this target's build (and block
+        it): a topic's plain target in a run with --bisect or --warnings."""
+        return (self.opts.bisect or self.opts.warnings) and not t.variant and \
+            t.topic not in (BASE, INTEGRATION)
+
     def run(self, t: Target) -> R.BranchResult:
+        if t.topic in self.gate_failed:
+            return self._blocked(t, None, "the topic's gates failed")
+        if self.gated(t):
+            return self._run_gated(t)
         br = self._run(t)
         if not self.opts.check or t.topic == BASE or br.stage("generate").status != PASS:
             return br
@@ -135,6 +154,49 @@ class Runner:
         if st.status == FAIL:
             br.findings += details["findings"]
         return br
+
+    def _run_gated(self, t: Target) -> R.BranchResult:
+        """The topic's gates, then (when they pass) its build, boot and
+        tests: the walk leaves its build directory at the head, so the
+        build that follows compiles nothing.  Timed by the gates' own steps
+        (checkpatch, bisect builds, warnings)."""
+        self.note(t, "check", "running", "gates")
+        st, details = check.check_branch(self.m, self.wd, t.topic, self.out_dir,
+                                         bisect=self.opts.bisect, warnings=self.opts.warnings,
+                                         jobs=self.opts.jobs, steps=self.steps)
+        self.note(t, "check", st.status, st.summary)
+        if st.status == FAIL:
+            self.gate_failed.add(t.topic)
+            return self._blocked(t, st, "a gate failed", details["findings"])
+        br = R.branch_from_dict(dataclasses.asdict(self._run(t)))
+        br.stages.insert(1, st)
+        return br
+
+    def _blocked(self, t: Target, check_st: R.StageResult | None, why: str,
+                 findings: list[R.Finding] = ()) -> R.BranchResult:
+        """A target not built nor booted because its topic's gates failed
+        (recorded, never cached)."""
+        br = R.BranchResult(branch=t.branch, topic=t.topic, variant=t.variant)
+        if self.resolve(t):
+            br.head, br.tree = t.commit, t.tree
+            br.stages.append(R.StageResult("generate", PASS, 0.0, f"head {t.commit[:12]}"))
+        else:
+            br.stages.append(R.StageResult("generate", FAIL, 0.0, f"no branch {t.branch}"))
+        if check_st is not None:
+            br.stages.append(check_st)
+        br.findings += list(findings)
+        for s in ("build", "boot", "test") + (("expect",) if t.expect else ()):
+            br.stages.append(R.StageResult(s, SKIP, 0.0, why))
+            self.note(t, s, SKIP, why)
+        return br
+
+    def mutant_runner(self) -> "Runner":
+        """A runner whose outputs go to <out>/mutants/ (what `ktopic mutate`
+        writes), sharing this one's steps and base findings."""
+        r = Runner(self.wd, self.m, self.out_dir / "mutants",
+                   dataclasses.replace(self.opts, check=False), None, self.steps)
+        r.base_sigs = self.base_sigs
+        return r
 
     def _run(self, t: Target) -> R.BranchResult:
         br = R.BranchResult(branch=t.branch, topic=t.topic, variant=t.variant)
@@ -245,8 +307,7 @@ class Runner:
             name=name, commit=t.commit, base=t.base_commit or None, fragments=t.fragments,
             modules=[self.qemu_dir / "modules" / m for m in t.modules],
             jobs=self.opts.jobs, progress=self.opts.progress and self.live is None,
-            seed=self.wd.build_dir(buildmod.build_dir_name(BASE, t.variant)),
-            on_line=on_line)
+            seed=self.seed(t), on_line=on_line)
         try:
             with self.steps.step(t.branch, "build", kbuild=True) as step:
                 res = buildmod.build(self.root, self.git_dir, req)
@@ -480,11 +541,42 @@ class Runner:
         return br
 
 
+def main_order(targets: list[Target], costs: dict[str, int] | None = None) -> list[Target]:
+    """The order the targets run in, so that each tree is worked on once,
+    back to back: the base under every variant; then per topic its plain
+    target and its variants; then the integration branch and its variants.
+    Topics come after their dependencies; among the topics whose
+    dependencies are done, the one with the lowest switch cost first
+    (costs: seeds.switch_costs(), else the given order): a topic that
+    rewrites a header most objects include makes every later build
+    directory recompile them, so it goes as late as it can.  A topic's
+    gates come just before its plain build and its mutants just after it,
+    all on the worktree state of its head (run_targets)."""
+    costs = costs or {}
+    rest = [t for t in targets if t.topic not in (BASE, INTEGRATION)]
+    names = list(dict.fromkeys(t.topic for t in rest))
+    deps = {n: [d for d in next(t for t in rest if t.topic == n).spec.depends if d in names]
+            for n in names}
+    order: list[str] = []
+    while len(order) < len(names):
+        ready = [n for n in names if n not in order and all(d in order for d in deps[n])]
+        order.append(min(ready, key=lambda n: costs.get(n, 0)))
+    return [t for t in targets if t.topic == BASE] + \
+        [t for n in order for t in rest if t.topic == n] + \
+        [t for t in targets if t.topic == INTEGRATION]
+
+
 def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_report: bool,
                 use_live: bool) -> R.Report:
-    """Run the named targets (all when empty) under the work directory's lock."""
+    """Run the named targets (all when empty) under the work directory's
+    lock, in main_order(); the report lists them in the manifest's order.
+    With opts.mutate each topic's mutants (qemu/mutants/<topic>/) run
+    right after its plain result, as `ktopic mutate` runs them."""
     targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan, opts.kcsan,
                                            sanitizers=opts.sanitizers), names)
+    # Parse every mutant first: a malformed one stops the run before any build.
+    mutants = {t.topic: mut.load_mutants(Path(m.root) / "qemu" / "mutants", t.topic)
+               for t in targets if opts.mutate and t.topic not in (BASE, INTEGRATION)}
     report = R.Report(base_version=m.base.version)
     with wd.lock():
         if not Path(wd.git_dir).is_dir():
@@ -494,11 +586,27 @@ def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_rep
         ctx = live if live is not None else _Null()
         with ctx, _steps(live, Path(wd.root)) as steps:
             runner = Runner(wd, m, out_dir, opts, live, steps)
-            for t in targets:
-                report.branches.append(runner.run(t))
+            mrunner = None
+            done: dict[int, R.BranchResult] = {}
+            bases = [t for t in targets if t.topic == BASE]
+            for t in bases:
+                done[id(t)] = runner.run(t)
+            topics = list(dict.fromkeys(t.topic for t in targets
+                                        if t.topic not in (BASE, INTEGRATION)))
+            costs = seeds.switch_costs(m, wd, topics) if len(topics) > 1 else {}
+            for t in main_order([t for t in targets if t.topic != BASE], costs):
+                done[id(t)] = br = runner.run(t)
+                if mutants.get(t.topic) and not t.variant and t.topic not in runner.gate_failed:
+                    mrunner = mrunner or runner.mutant_runner()
+                    report.mutants += mut.run_mutants(mrunner, t, br, mutants[t.topic],
+                                                      use_cache=opts.use_cache)
+            report.branches = [done[id(t)] for t in targets]
             report.timing = steps.totals()
+            records = steps.steps_done()
     if write_report:
         rep.write_all(report, out_dir)
+        # Each step's time and compile count (a benchmark's floor: bench_mainjob.py).
+        write_atomic(out_dir / "steps.json", json.dumps(records, indent=1) + "\n")
     return report
 
 

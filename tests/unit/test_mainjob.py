@@ -1,0 +1,249 @@
+"""The main job's order and the build directories' seeds, without a
+kernel: `ktopic ci --bisect --warnings --mutate` works on each tree once,
+back to back (the base, each topic's gates, build, mutants and variants,
+the integration branch last), and a new build directory starts from its
+nearest finished relative (kernel/seeds.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from ktopic.commands import cmd_ci  # noqa: E402
+from ktopic.errors import KtopicError  # noqa: E402
+from ktopic.gates import check  # noqa: E402
+from ktopic.kernel import boot as bootmod  # noqa: E402
+from ktopic.kernel import build as buildmod  # noqa: E402
+from ktopic.kernel import initramfs, ktap, seeds  # noqa: E402
+from ktopic.model import results as R  # noqa: E402
+from ktopic.model.workdir import Workdir  # noqa: E402
+from ktopic.runner import runner as runmod  # noqa: E402
+from ktopic.runner.options import Options  # noqa: E402
+
+from test_ci import ENV, console, manifest, topic  # noqa: E402
+from test_ktap import parser  # noqa: E402,F401  (fixture)
+
+MUTANT = """Breaks: f is 1 again
+Caught-by: suite_a.c
+
+diff --git a/f b/f
+--- a/f
++++ b/f
+@@ -1 +1 @@
+-1
++0
+"""
+
+
+@pytest.fixture
+def job(tmp_path, monkeypatch, parser):  # noqa: F811
+    """base (files f g h: 0); topic/a: f=1; topic/b on a: g=1 (KCSAN
+    variant); topic/c on base: h=1; for-next: all three.  Build, gates and
+    boot are fakes that record what ran, in order."""
+    src = tmp_path / "seed"
+    src.mkdir()
+
+    def git(*a):
+        return subprocess.run(["git", *a], cwd=src, env=ENV, check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    def commit(**files):
+        for k, v in files.items():
+            (src / k).write_text(v)
+        git("add", *files)
+        git("commit", "-q", "-m", " ".join(files))
+    git("init", "-q", "-b", "base")
+    commit(f="0\n", g="0\n", h="0\n")
+    git("checkout", "-q", "-b", "topic/a")
+    commit(f="1\n")
+    git("checkout", "-q", "-b", "topic/b")
+    commit(g="1\n")
+    git("checkout", "-q", "-b", "for-next")
+    commit(h="1\n")
+    git("checkout", "-q", "-b", "topic/c", "base")
+    commit(h="1\n")
+    root = tmp_path / "work"
+    root.mkdir()
+    subprocess.run(["git", "clone", "-q", "--bare", str(src), str(root / "linux.git")],
+                   env=ENV, check=True)
+    heads = {git("rev-parse", b): b for b in ("base", "topic/a", "topic/b", "topic/c",
+                                               "for-next")}
+    repo = tmp_path / "repo"
+    for d in ("configs", "init", "tests", "mutants/a"):
+        (repo / "qemu" / d).mkdir(parents=True)
+    (repo / "qemu/configs/base.config").write_text("CONFIG_A=y\n")
+    (repo / "qemu/configs/kcsan.config").write_text("CONFIG_KCSAN=y\n")
+    (repo / "qemu/init/init.c").write_text("int main(){}\n")
+    (repo / "qemu/mutants/a/0001-f-again.patch").write_text(MUTANT)
+    m = manifest(tmp_path, [topic("a", kunit=["suite_a"]),
+                            topic("b", depends=["a"], sanitizers=["kcsan"]), topic("c")])
+    events: list[tuple[str, str]] = []
+    seeded: dict[str, str] = {}
+    gate_fails: set[str] = set()
+
+    def fake_build(root_, git_dir, req):
+        what = heads.get(req.commit, "mutant")
+        events.append(("build", req.name) if what != "mutant" else ("mutant", req.name))
+        seeded.setdefault(req.name, req.seed.name if req.seed else "")
+        out = root_ / "build" / req.name
+        (out / "arch/x86/boot").mkdir(parents=True, exist_ok=True)
+        (out / "arch/x86/boot/bzImage").write_text(req.commit)
+        (out / ".config").write_text("CONFIG_A=y\n")
+        (out / "ktopic-build.log").write_text("built\n")
+        return buildmod.BuildResult(name=req.name, ok=True, out=out, seconds=1.0,
+                                    bzimage=out / "arch/x86/boot/bzImage",
+                                    log=out / "ktopic-build.log", toolchain={"gcc": "gcc 12"})
+
+    def fake_boot(req):
+        events.append(("boot", req.kernel.parents[3].name))
+        req.console.write_text(console())
+        return bootmod.BootResult("done", 1.0, req.console, "qemu-system-x86_64 ...")
+
+    def fake_check(m_, wd_, name, out_dir=None, bisect=False, warnings=False, jobs=0,
+                   steps=None):
+        if bisect or warnings:
+            events.append(("gates", name))
+        bad = name in gate_fails
+        st = R.StageResult("check", R.FAIL if bad else R.PASS, 0.0,
+                           "bisect: abc does not build" if bad else "ok")
+        return st, {"findings": [R.Finding("bisect", "abc does not build")] if bad else []}
+
+    monkeypatch.setattr(buildmod, "build", fake_build)
+    monkeypatch.setattr(initramfs, "build_initramfs", lambda req: initramfs.InitramfsResult(
+        tmp_path / "initrd", "0" * 64, []))
+    monkeypatch.setattr(bootmod, "boot", fake_boot)
+    monkeypatch.setattr(bootmod, "speed_factor", lambda: 1.0)
+    monkeypatch.setattr(ktap, "parser_dir", lambda *a: None)
+    monkeypatch.setattr(ktap, "load_parser", lambda d: parser)
+    monkeypatch.setattr(check, "check_branch", fake_check)
+    wd = Workdir(root)
+
+    def run(**kw):
+        opts = Options(accel="tcg", sanitizers=True, check=True)
+        for k, v in kw.items():      # set one by one: a field an older Options lacks is ignored
+            setattr(opts, k, v)
+        return runmod.run_targets(m, wd, opts, [], tmp_path / "out", write_report=False,
+                                  use_live=False)
+    return SimpleNamespace(run=run, events=events, seeded=seeded, gate_fails=gate_fails,
+                           m=m, wd=wd, root=root)
+
+
+def test_each_tree_is_worked_on_once_back_to_back(job):
+    """Base (and its variant) first; per topic its gates, its build and
+    boot, its mutants, its variant; the integration branch last."""
+    report = job.run(bisect=True, warnings=True, mutate=True)
+    builds = [e for e in job.events if e[0] != "boot"]
+    assert builds == [
+        ("build", "base"), ("build", "base-kcsan"),
+        ("gates", "a"), ("build", "topic_a"), ("mutant", "topic_a"),
+        ("gates", "b"), ("build", "topic_b"), ("build", "topic_b-kcsan"),
+        ("gates", "c"), ("build", "topic_c"),
+        ("build", "for-next"), ("build", "for-next-kcsan")], builds
+    # Each boot right after its own build.
+    boots = [i for i, e in enumerate(job.events) if e == ("boot", "topic_a")]
+    assert job.events[boots[0] - 1] == ("build", "topic_a")
+    # The report keeps the manifest's order, the mutant is in it.
+    assert [b.branch for b in report.branches] == [
+        "base", "topic/a", "topic/b", "topic/c", "for-next", "base+kcsan", "topic/b+kcsan",
+        "for-next+kcsan"]
+    assert [(x.topic, x.name) for x in report.mutants] == [("a", "0001-f-again")]
+    a = report.branches[1]
+    assert [s.stage for s in a.stages][:3] == ["generate", "check", "build"]
+
+
+def test_a_failing_gate_keeps_its_topic_from_booting(job):
+    job.gate_fails.add("a")
+    report = job.run(bisect=True, warnings=True, mutate=True)
+    assert ("build", "topic_a") not in job.events and ("boot", "topic_a") not in job.events
+    assert not any(e[0] == "mutant" for e in job.events)
+    a = next(b for b in report.branches if b.topic == "a")
+    assert a.stage("check").status == R.FAIL and a.stage("boot").status == R.SKIP
+    assert [f.kind for f in a.findings] == ["bisect"]
+    assert not report.ok
+    # The other topics go on.
+    assert ("boot", "topic_b") in job.events and ("boot", "for-next") in job.events
+
+
+def test_new_build_directories_start_from_the_nearest_finished_build(job):
+    job.run()
+    assert job.seeded["topic_a"] == "base"
+    assert job.seeded["topic_b"] == "topic_a"              # its dependency's head build
+    assert job.seeded["topic_c"] == "base"                 # a is no dependency of c
+    assert job.seeded["for-next"] == "topic_b"             # 1 file differs (h), c: 2
+    assert job.seeded["topic_b-kcsan"] == "base-kcsan"     # same variant only
+    assert job.seeded["for-next-kcsan"] == "topic_b-kcsan"
+
+
+def test_seed_for(job):
+    m, wd = job.m, job.wd
+
+    def built(*names):
+        for n in names:
+            (wd.build_dir(n) / "arch/x86/boot").mkdir(parents=True, exist_ok=True)
+            (wd.build_dir(n) / "arch/x86/boot/bzImage").write_text("k")
+    assert seeds.seed_for(m, wd, "base") is None
+    assert seeds.seed_for(m, wd, "b") == wd.build_dir("base")       # nothing built yet
+    built("base", "topic_c")
+    assert seeds.seed_for(m, wd, "b") == wd.build_dir("base")
+    built("topic_a")
+    assert seeds.seed_for(m, wd, "b") == wd.build_dir("topic_a")
+    # a and c: 2 files each differ from for-next; on a tie the later topic.
+    assert seeds.seed_for(m, wd, "integration") == wd.build_dir("topic_c")
+    built("topic_b")
+    assert seeds.seed_for(m, wd, "integration") == wd.build_dir("topic_b")
+    assert seeds.seed_for(m, wd, "b", "kcsan") == wd.build_dir("base-kcsan")
+    built("topic_a-kcsan")
+    assert seeds.seed_for(m, wd, "b", "kcsan") == wd.build_dir("topic_a-kcsan")
+    # A build directory that never finished is no seed.
+    (wd.build_dir("topic_b") / "arch/x86/boot/bzImage").unlink()
+    assert seeds.seed_for(m, wd, "integration") == wd.build_dir("topic_c")
+
+
+@pytest.mark.parametrize("flags,msg", [
+    (dict(gates_only=True, bisect=True), "--bisect builds kernels: not with --gates-only"),
+    (dict(no_check=True, warnings=True), "--warnings is a gate of the check stage"),
+])
+def test_ci_gate_options_that_do_not_go_together(flags, msg):
+    args = SimpleNamespace(gates_only=False, no_check=False, bisect=False, warnings=False,
+                           mutate=False)
+    for k, v in flags.items():
+        setattr(args, k, v)
+    with pytest.raises(KtopicError, match=msg):
+        cmd_ci.run(args)
+
+
+def test_a_topic_that_rewrites_widely_included_files_goes_last(job):
+    """Among topics whose dependencies are done, the one whose files fewer
+    of the base's objects depend on runs first: every build directory made
+    after a switch over a file recompiles what depends on it."""
+    base = job.wd.build_dir("base")
+    (base / "lib").mkdir(parents=True)
+    src = job.wd.src
+    for i in range(5):   # five objects include f (a's file), one h (c's)
+        deps = [f"{src}/f"] + ([f"{src}/h"] if i == 0 else [])
+        (base / "lib" / f".o{i}.o.cmd").write_text(
+            f"cmd_lib/o{i}.o := gcc\ndeps_lib/o{i}.o := \\\n" + "".join(f"  {d} \\\n"
+                                                                     for d in deps))
+    assert seeds.switch_costs(job.m, job.wd, ["a", "b", "c"]) == {}   # base never built
+    job.run()
+    assert seeds.switch_costs(job.m, job.wd, ["a", "b", "c"]) == {"a": 5, "b": 5, "c": 1}
+    assert [e[1] for e in job.events if e[0] == "build"] == [
+        "base", "base-kcsan", "topic_c", "topic_a", "topic_b", "topic_b-kcsan", "for-next",
+        "for-next-kcsan"]
+
+
+def test_main_order_keeps_dependencies_first(job):
+    ts = runmod.select(runmod.targets_from_manifest(job.m, job.m.root / "qemu",
+                                                    sanitizers=True), [])
+    order = runmod.main_order(ts, {"a": 9, "b": 0, "c": 5})
+    assert [t.branch for t in order] == [
+        "base", "base+kcsan", "topic/c", "topic/a", "topic/b", "topic/b+kcsan", "for-next",
+        "for-next+kcsan"]

@@ -1,0 +1,253 @@
+#!/usr/bin/python3
+"""the main job (make's): cold, then warm, against its floor
+
+What `make` runs after installing packages: `ktopic import-base`,
+`generate`, `status`, then one `ktopic ci --bisect --warnings --mutate`
+(every topic's gates, build, boot, tests, expectation boots, mutants and
+KCSAN variant, the integration branch last).  It runs in a scratch work
+directory (benchlib.scratch_workdir: a shared clone of the repository of
+$KTOPIC_WORKDIR, or ~/.cache/ktopic; no build directory, no result or
+gate cache, an EMPTY ccache), once cold and once warm (nothing changed).
+
+Printed: the total and each part's wall and CPU time beside the load
+average; each stage's wall and CPU seconds (report.json "timing", summed
+over branches: bisect builds, warnings, build, boot+tests, mutants, ...);
+and the FLOOR: the sum of the builds that had to compile (nearly)
+everything, from out/steps.json (each step's kbuild count):
+
+    the base, and each variant's base        (a new configuration)
+    a bisect build of a commit that changes a widely included header
+    a variant build of a topic that changes one (new content, new config)
+    the integration branch, and its variants (the topics' headers together)
+
+"Nearly everything": at least half the kbuild steps of the base's build
+under the same variant.  "Widely included": a header that at least half
+of the base build's objects depend on (their .cmd files).  Every other
+build that compiled nearly everything is listed as AVOIDABLE: that is
+time a better order or seed would save.  Targets: cold <= 45 min wall
+and <= 1.3 x the floor; warm <= 15 s.
+
+The whole cold job takes an hour or more on a shared 2-core machine.
+A subset tries it in minutes:
+
+    tools/bench/bench_mainjob.py --topics locking --ci-options=--no-sanitizers -j 1
+
+(environment for `make bench`: KTOPIC_BENCH_MAINJOB_TOPICS=locking,
+KTOPIC_BENCH_MAINJOB_CI_OPTIONS=--no-sanitizers, KTOPIC_BENCH_MAINJOB_JOBS=1).
+Topic names go to `ktopic ci` (the base always runs; "integration" names
+the integration branch); the floor and the targets are then the subset's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_ci import _git, _run, fmt_s, meter  # noqa: E402
+from benchlib import REPO, scratch_workdir, table, verdict  # noqa: E402
+
+COLD_TARGET = 45 * 60
+FLOOR_RATIO = 1.3
+WARM_TARGET = 15.0
+NEARLY_ALL = 0.5          # of the base's kbuild steps
+WIDE = 0.5                # of the base's objects depending on a header
+
+
+# ------------------------------------------------------------ pure helpers
+
+def stage_totals(timing: list[dict]) -> list[tuple[str, float, float, int]]:
+    """(stage, wall, cpu, kbuild) summed over branches, in first-seen order
+    (report.json "timing"; the run's other and total rows left out)."""
+    acc: dict[str, list] = {}
+    for r in timing:
+        if not r.get("branch"):
+            continue
+        a = acc.setdefault(r["stage"], [0.0, 0.0, 0])
+        a[0] += r.get("seconds", 0.0)
+        a[1] += r.get("cpu", 0.0)
+        a[2] += r.get("kbuild", 0)
+    return [(k, v[0], v[1], v[2]) for k, v in acc.items()]
+
+
+def variant_of(branch: str) -> str:
+    """"topic/mm+kcsan" -> "kcsan"; a plain branch -> ""."""
+    return branch.rpartition("+")[2] if "+" in branch else ""
+
+
+def wide_headers(build_dir: Path, src: Path, share: float = WIDE) -> set[str]:
+    """Paths in the tree (include/linux/fs.h) of the headers that at least
+    `share` of the build's objects depend on (kbuild's .<obj>.o.cmd files
+    name them as src/<path>)."""
+    counts: dict[str, int] = defaultdict(int)
+    objs = 0
+    pre = str(src) + "/"
+    for cmd in build_dir.rglob(".*.o.cmd"):
+        try:
+            text = cmd.read_text(errors="replace")
+        except OSError:
+            continue
+        objs += 1
+        for h in {t[len(pre):] for t in text.split() if t.startswith(pre) and t.endswith(".h")}:
+            counts[h] += 1
+    return {h for h, n in counts.items() if objs and n >= share * objs}
+
+
+def floor_steps(steps: list[dict], changes_wide) -> tuple[list[dict], list[dict]]:
+    """(floor, avoidable): the builds that compiled nearly everything and
+    had to (see the module's doc), and the others that compiled nearly
+    everything.  changes_wide(step) says whether the step's commit (a
+    bisect build) or tree (a variant's build) changes a wide header."""
+    full: dict[str, int] = {}
+    for s in steps:
+        if s["stage"] == "build" and s["branch"].split("+")[0] == "base":
+            full.setdefault(variant_of(s["branch"]), s["kbuild"])
+    floor, avoidable = [], []
+    for s in steps:
+        if s["stage"] not in ("build", "bisect builds", "head build", "mutants"):
+            continue
+        ref = full.get(variant_of(s["branch"])) or max(full.values(), default=0)
+        if not ref or s["kbuild"] < NEARLY_ALL * ref:
+            continue
+        base = s["branch"].split("+")[0] == "base"
+        integration = s.get("integration", False)
+        had_to = base or integration or \
+            (s["stage"] == "bisect builds" and changes_wide(s)) or \
+            (s["stage"] == "build" and variant_of(s["branch"]) and changes_wide(s))
+        (floor if had_to else avoidable).append(s)
+    return floor, avoidable
+
+
+# ------------------------------------------------------------------- run
+
+def _opts(argv: list[str] | None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    env = os.environ.get
+    p.add_argument("--topics", default=env("KTOPIC_BENCH_MAINJOB_TOPICS", ""),
+                   help="comma-separated topics for `ktopic ci` (default: every branch)")
+    p.add_argument("--ci-options", default=env("KTOPIC_BENCH_MAINJOB_CI_OPTIONS", ""),
+                   help="more `ktopic ci` options (e.g. --no-sanitizers)")
+    p.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                   help="copy the cold run's out/ and the log to DIR")
+    p.add_argument("-j", "--jobs", type=int, default=int(env("KTOPIC_BENCH_MAINJOB_JOBS", "0")),
+                   help="make -j (default: nproc)")
+    return p.parse_args(argv or [])
+
+
+def main_job(ktopic: list[str], ci_args: list[str], out: Path, log: Path):
+    """import-base, generate, status, ci: (Measure of the whole, {part: Measure})."""
+    parts = {}
+    with meter() as whole:
+        rc = 0
+        for name, cmd in (("import-base", ["import-base"]), ("generate", ["generate"]),
+                          ("status", ["status"]),
+                          ("ci", ["ci", "--bisect", "--warnings", "--mutate", "-o", str(out),
+                                  *ci_args])):
+            with meter() as m:
+                rc = _run([*ktopic, *cmd], log)
+            m.ok = rc == 0
+            parts[name] = m
+            if rc not in (0, 1) or (rc and name != "ci"):
+                raise SystemExit(f"ktopic {name} failed (exit {rc}); see {log}:\n"
+                                 + "".join(log.read_text().splitlines(True)[-25:]))
+    whole.ok = all(m.ok for m in parts.values())
+    return whole, parts
+
+
+def run(repeat: int = 1, argv: list[str] | None = None) -> bool:
+    o = _opts(argv)
+    names = [n.strip() for n in o.topics.split(",") if n.strip()]
+    ci_args = [*names, *shlex.split(o.ci_options)] + (["-j", str(o.jobs)] if o.jobs else [])
+    cores = os.cpu_count() or 1
+    print(f"  branches: {', '.join(names) or 'every topic and the integration branch'}"
+          f"; ci options: {' '.join(ci_args) or '(none)'}; {cores} cores", flush=True)
+    with scratch_workdir("ktopic-bench-mainjob-") as (tmp, wd):
+        log = tmp / "bench.log"
+        print(f"  scratch work directory {wd}; log {log} (removed at the end)", flush=True)
+        ktopic = ["/usr/bin/python3", str(REPO / "tools/bin/ktopic"), "-w", str(wd)]
+        assert not (wd / "ccache").exists() and not (wd / "build").exists()
+        cold, cold_parts = main_job(ktopic, ci_args, tmp / "out", log)
+        print(f"  [cold] {cold.text()}", flush=True)
+        if o.keep:
+            shutil.copytree(tmp / "out", o.keep / "out", dirs_exist_ok=True)
+            shutil.copyfile(log, o.keep / "bench.log")
+        report = json.loads((tmp / "out" / "report.json").read_text())
+        steps = json.loads((tmp / "out" / "steps.json").read_text())
+        git_dir = wd / "linux.git"
+        wide = wide_headers(wd / "build" / "base", wd / "src")
+        integ = {b["branch"] for b in report["branches"] if b.get("topic") == "integration"}
+        base_ref = "refs/heads/base"
+
+        def changes_wide(s: dict) -> bool:
+            if s["stage"] == "bisect builds" and s.get("commit"):
+                files = _git(git_dir, "diff-tree", "-r", "--no-commit-id", "--name-only",
+                             "--root", s["commit"]).split()
+            else:
+                head = next((b["head"] for b in report["branches"]
+                             if b["branch"] == s["branch"]), "")
+                files = _git(git_dir, "diff", "--name-only", base_ref, head).split() \
+                    if head else []
+            return bool(wide & set(files))
+        for s in steps:
+            s["integration"] = s["branch"] in integ
+        floor, avoidable = floor_steps(steps, changes_wide)
+        floor_s = sum(s["seconds"] for s in floor)
+
+        warm_runs = []
+        for i in range(max(1, repeat)):
+            warm_runs.append(main_job(ktopic, ci_args, tmp / f"out-warm{i}", log) +
+                             (json.loads((tmp / f"out-warm{i}" / "report.json").read_text()),))
+        warm, warm_parts, warm_report = sorted(warm_runs, key=lambda x: x[0].wall)[
+            len(warm_runs) // 2]
+        print(f"  [warm] {warm.text()}", flush=True)
+        if o.keep:
+            for i in range(len(warm_runs)):
+                shutil.copytree(tmp / f"out-warm{i}", o.keep / f"out-warm{i}",
+                                dirs_exist_ok=True)
+            shutil.copyfile(log, o.keep / "bench.log")
+
+    rows = [("cold: the main job, empty caches", cold.text())]
+    rows += [(f"  cold {k}", m.text()) for k, m in cold_parts.items()]
+    rows += [(f"warm: nothing changed (median of {len(warm_runs)})", warm.text())]
+    rows += [(f"  warm {k}", m.text()) for k, m in warm_parts.items()]
+    rows += [(f"  warm stage {st}", f"{fmt_s(w)} wall, CPU {fmt_s(c)}, {k} kbuild steps")
+             for st, w, c, k in stage_totals(warm_report.get("timing", []))]
+    rows += [(f"  stage {st}", f"{fmt_s(w)} wall, CPU {fmt_s(c)}, {k} kbuild steps")
+             for st, w, c, k in stage_totals(report.get("timing", []))]
+    rows.append(("wide headers (>= half of base's objects)",
+                 f"{len(wide)}: {', '.join(sorted(wide)[:6])}{' ...' if len(wide) > 6 else ''}"))
+    for s in floor:
+        rows.append((f"  floor {s['branch']} {s['what']}",
+                     f"{fmt_s(s['seconds'])}, {s['kbuild']} kbuild steps "
+                     f"{s['commit'][:12]}".rstrip()))
+    for s in avoidable:
+        rows.append((f"  AVOIDABLE {s['branch']} {s['what']}",
+                     f"{fmt_s(s['seconds'])}, {s['kbuild']} kbuild steps "
+                     f"{s['commit'][:12]}".rstrip()))
+    ratio = cold.wall / floor_s if floor_s else float("inf")
+    rows.append(("floor: builds that had to compile nearly everything",
+                 f"{fmt_s(floor_s)} ({len(floor)} build(s)); total / floor = {ratio:.2f}"))
+    failed = [b["branch"] for b in report["branches"]
+              if any(s["status"] == "fail" for s in b["stages"])]
+    if failed:
+        rows.append(("branches that failed (cold run)", ", ".join(failed)))
+    table(rows)
+    ok = verdict("cold main job", cold.wall <= COLD_TARGET,
+                 f"{fmt_s(cold.wall)} (target <= 45 min; CPU / {cores} = "
+                 f"{fmt_s(cold.cpu / cores)}; load {cold.loadtext()})")
+    ok &= verdict("cold / floor", ratio <= FLOOR_RATIO,
+                  f"{ratio:.2f} (target <= {FLOOR_RATIO}; floor {fmt_s(floor_s)})")
+    ok &= verdict("warm main job", warm.wall <= WARM_TARGET,
+                  f"{fmt_s(warm.wall)} (target <= 15 s; load {warm.loadtext()})")
+    return ok
+
+
+if __name__ == "__main__":
+    sys.exit(0 if run(1, sys.argv[1:]) else 1)

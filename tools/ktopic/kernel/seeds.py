@@ -1,0 +1,137 @@
+"""Which finished build directory a new one starts from (BuildRequest.seed).
+
+A branch's first build copies a finished build directory and lets make
+recompile what differs, instead of compiling the whole kernel from ccache.
+The nearer the seed's tree is to the branch's, the less make recompiles:
+
+    the base          nothing (it is the first build)
+    a topic           the head build of the dependency whose tree differs
+                      from the topic's in the fewest files (`git diff
+                      --name-only`; on a tie the later one in the
+                      manifest's closure, the one nearest the topic), when
+                      one is built; else the base's
+    the integration   the topic head build (or the base's) whose tree
+                      differs from the integration branch's in the fewest
+                      files
+    a variant         the same rule among the directories of that variant
+                      (base-kcsan, topic_locking-kcsan, ...): another
+                      config recompiles everything anyway
+
+Any finished directory is a sound seed: every build compiles from the one
+worktree (build.Worktree), and a file is rewritten there only by a switch,
+which gives it a new mtime, so every file that differs from what an object
+of any build directory was compiled from is newer than that object.  The
+copy keeps the objects' mtimes (build.build()).
+
+Takes the manifest, the work directory, a topic name (or "base",
+"integration") and a variant; gives the directory to seed from (or None).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from ktopic.fileio import write_atomic
+
+from ktopic.kernel.build import build_dir_name
+from ktopic.model.branchspec import BASE, INTEGRATION
+from ktopic.plumbing.gitutil import Git
+
+
+def finished(d: Path) -> bool:
+    """A build directory that holds a kernel (its build finished once)."""
+    return (d / "arch/x86/boot/bzImage").is_file()
+
+
+def _dir(wd, branch: str, variant: str) -> Path:
+    return wd.build_dir(build_dir_name(branch, variant))
+
+
+def candidates(m, name: str) -> tuple[str, list[str]]:
+    """(the branch of name, the branches it may be seeded from, nearest
+    last when trees tie): the base, then the dependencies in closure order
+    (a topic) or every topic of the integration branch."""
+    if name == INTEGRATION:
+        return m.integration.branch, [BASE] + [m.topics[t].branch
+                                               for t in m.integration.topics]
+    return m.topics[name].branch, [BASE] + [m.topics[d].branch for d in m.closure(name)]
+
+
+def changed_files(git_dir: Path, a: str, b: str) -> int | None:
+    """How many files differ between two branches' trees (None: a branch is missing)."""
+    p = Git(git_dir).try_run("diff", "--name-only", "--no-renames", f"refs/heads/{a}",
+                             f"refs/heads/{b}", "--")
+    if p.returncode:
+        return None
+    return len([x for x in p.stdout.splitlines() if x])
+
+
+def seed_for(m, wd, name: str, variant: str = "") -> Path | None:
+    """The finished build directory a new build of `name` (a topic, "base"
+    or "integration") under `variant` starts from; the base's (finished or
+    not: build.build() then starts empty) when no relative is built."""
+    if name == BASE:
+        return None
+    base = _dir(wd, BASE, variant)
+    branch, cands = candidates(m, name)
+    best, best_n = base, None
+    for c in cands:
+        d = _dir(wd, c, variant)
+        if not finished(d):
+            continue
+        n = changed_files(Path(wd.git_dir), c, branch)
+        if n is not None and (best_n is None or n <= best_n):
+            best, best_n = d, n
+    return best
+
+
+DEPS_FILE = "ktopic-deps.json"
+
+
+def dependents(build_dir: Path, src: Path) -> dict[str, int]:
+    """How many objects of a finished build depend on each file of the
+    tree (kbuild's .<obj>.o.cmd files name them as <src>/<path>).  Kept
+    in <build_dir>/ktopic-deps.json until the build changes (its
+    bzImage's mtime): a warm run reads one small file."""
+    try:
+        stamp = (build_dir / "arch/x86/boot/bzImage").stat().st_mtime_ns
+    except FileNotFoundError:
+        return {}
+    cache = build_dir / DEPS_FILE
+    try:
+        d = json.loads(cache.read_text())
+        if d["stamp"] == stamp:
+            return d["counts"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    counts: dict[str, int] = defaultdict(int)
+    pre = str(src) + "/"
+    for cmd in build_dir.rglob(".*.o.cmd"):
+        try:
+            text = cmd.read_text(errors="replace")
+        except OSError:
+            continue
+        for f in {t[len(pre):] for t in text.split() if t.startswith(pre)}:
+            counts[f] += 1
+    write_atomic(cache, json.dumps({"stamp": stamp, "counts": counts}) + "\n")
+    return dict(counts)
+
+
+def switch_costs(m, wd, topics: list[str]) -> dict[str, int]:
+    """Per topic: how many objects of the base's build depend on a file
+    the topic changes (summed over the files).  A switch of the one
+    worktree to or from the topic's tree rewrites those files, and every
+    build directory that was compiled without the change recompiles those
+    objects; {} when the base was never built."""
+    deps = dependents(wd.build_dir(build_dir_name(BASE)), Path(wd.src))
+    if not deps:
+        return {}
+    git = Git(Path(wd.git_dir))
+    out = {}
+    for t in topics:
+        p = git.try_run("diff", "--name-only", "--no-renames", f"refs/heads/{BASE}",
+                        f"refs/heads/{m.topics[t].branch}", "--")
+        out[t] = sum(deps.get(f, 0) for f in p.stdout.split()) if not p.returncode else 0
+    return out
