@@ -82,7 +82,8 @@ def test_nodebug_fragment_turns_base_debug_options_off():
     from ktopic.kernel import kconfig
     frags = [gb.BASE_CONFIG, REPO / "qemu/configs/closures.config", gb.NODEBUG]
     v = kconfig.requested_values(frags)
-    for name in ("CONFIG_PROVE_LOCKING", "CONFIG_DEBUG_ATOMIC_SLEEP", "CONFIG_DEBUG_LIST",
+    for name in ("CONFIG_PROVE_LOCKING", "CONFIG_DEBUG_ATOMIC_SLEEP", "CONFIG_DEBUG_PREEMPT",
+                 "CONFIG_DEBUG_LIST",
                  "CONFIG_DEBUG_OBJECTS", "CONFIG_DEBUG_OBJECTS_WORK",
                  "CONFIG_DEBUG_OBJECTS_TIMERS", "CONFIG_DEBUG_CLOSURES"):
         assert v[name] == "n", name
