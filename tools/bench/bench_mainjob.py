@@ -54,6 +54,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ci import _git, _run, fmt_s, meter  # noqa: E402
 from benchlib import REPO, scratch_workdir, table, verdict  # noqa: E402
 
+sys.path.insert(0, str(REPO / "tools"))
+from ktopic.kernel.seeds import object_dependencies  # noqa: E402
+
 COLD_TARGET = 45 * 60
 FLOOR_RATIO = 1.3
 WARM_TARGET = 15.0
@@ -88,15 +91,11 @@ def wide_headers(build_dir: Path, src: Path, share: float = WIDE) -> set[str]:
     name them as src/<path>)."""
     counts: dict[str, int] = defaultdict(int)
     objs = 0
-    pre = str(src) + "/"
-    for cmd in build_dir.rglob(".*.o.cmd"):
-        try:
-            text = cmd.read_text(errors="replace")
-        except OSError:
-            continue
+    for deps in object_dependencies(build_dir, src):
         objs += 1
-        for h in {t[len(pre):] for t in text.split() if t.startswith(pre) and t.endswith(".h")}:
-            counts[h] += 1
+        for h in deps:
+            if h.endswith(".h"):
+                counts[h] += 1
     return {h for h, n in counts.items() if objs and n >= share * objs}
 
 

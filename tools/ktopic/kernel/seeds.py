@@ -107,16 +107,23 @@ def dependents(build_dir: Path, src: Path) -> dict[str, int]:
     except (OSError, ValueError, KeyError, TypeError):
         pass
     counts: dict[str, int] = defaultdict(int)
+    for deps in object_dependencies(build_dir, src):
+        for f in deps:
+            counts[f] += 1
+    write_atomic(cache, json.dumps({"stamp": stamp, "counts": counts}) + "\n")
+    return dict(counts)
+
+
+def object_dependencies(build_dir: Path, src: Path):
+    """Per object of a build, the files of the tree it was compiled from
+    (its kbuild .<obj>.o.cmd names them as <src>/<path>): one set each."""
     pre = str(src) + "/"
     for cmd in build_dir.rglob(".*.o.cmd"):
         try:
             text = cmd.read_text(errors="replace")
         except OSError:
             continue
-        for f in {t[len(pre):] for t in text.split() if t.startswith(pre)}:
-            counts[f] += 1
-    write_atomic(cache, json.dumps({"stamp": stamp, "counts": counts}) + "\n")
-    return dict(counts)
+        yield {t[len(pre):] for t in text.split() if t.startswith(pre)}
 
 
 def switch_costs(m, wd, topics: list[str]) -> dict[str, int]:
