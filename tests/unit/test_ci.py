@@ -36,6 +36,18 @@ WARN = ("[    1.5] ------------[ cut here ]------------\n"
         "[    1.5] ---[ end trace 0000000000000000 ]---\n")
 
 
+def fake_kernel(monkeypatch, tmp_path, build, boot, parser):
+    """The kernel stages replaced: build and boot by the given fakes, the
+    initramfs by a name, the KTAP parser by the fixture's."""
+    monkeypatch.setattr(buildmod, "build", build)
+    monkeypatch.setattr(initramfs, "build_initramfs", lambda req: initramfs.InitramfsResult(
+        tmp_path / "initrd", "0" * 64, []))
+    monkeypatch.setattr(bootmod, "boot", boot)
+    monkeypatch.setattr(bootmod, "speed_factor", lambda: 1.0)
+    monkeypatch.setattr(ktap, "parser_dir", lambda *a: None)
+    monkeypatch.setattr(ktap, "load_parser", lambda d: parser)
+
+
 def console(*extra: str) -> str:
     return ("[    0.0] Linux version 6.1.192 (ktopic@ktopic) #1 SMP\n"
             "[    0.5] smp: Brought up 1 node, 2 CPUs\n" + "".join(extra) +
@@ -162,13 +174,7 @@ def world(tmp_path, monkeypatch, parser):  # noqa: F811
         req.console.write_text(consoles[commit])
         return bootmod.BootResult("done", 1.0, req.console, "qemu-system-x86_64 ...")
 
-    monkeypatch.setattr(buildmod, "build", fake_build)
-    monkeypatch.setattr(initramfs, "build_initramfs", lambda req: initramfs.InitramfsResult(
-        tmp_path / "initrd", "0" * 64, []))
-    monkeypatch.setattr(bootmod, "boot", fake_boot)
-    monkeypatch.setattr(bootmod, "speed_factor", lambda: 1.0)
-    monkeypatch.setattr(ktap, "parser_dir", lambda *a: None)
-    monkeypatch.setattr(ktap, "load_parser", lambda d: parser)
+    fake_kernel(monkeypatch, tmp_path, fake_build, fake_boot, parser)
     wd = Workdir(root)
 
     def runner(**opts):

@@ -22,13 +22,13 @@ from ktopic.errors import KtopicError  # noqa: E402
 from ktopic.gates import check  # noqa: E402
 from ktopic.kernel import boot as bootmod  # noqa: E402
 from ktopic.kernel import build as buildmod  # noqa: E402
-from ktopic.kernel import initramfs, ktap, seeds  # noqa: E402
+from ktopic.kernel import seeds  # noqa: E402
 from ktopic.model import results as R  # noqa: E402
 from ktopic.model.workdir import Workdir  # noqa: E402
 from ktopic.runner import runner as runmod  # noqa: E402
 from ktopic.runner.options import Options  # noqa: E402
 
-from test_ci import ENV, console, manifest, topic  # noqa: E402
+from test_ci import ENV, console, fake_kernel, manifest, topic  # noqa: E402
 from test_ktap import parser  # noqa: E402,F401  (fixture)
 
 MUTANT = """Breaks: f is 1 again
@@ -116,13 +116,7 @@ def job(tmp_path, monkeypatch, parser):  # noqa: F811
                            "bisect: abc does not build" if bad else "ok")
         return st, {"findings": [R.Finding("bisect", "abc does not build")] if bad else []}
 
-    monkeypatch.setattr(buildmod, "build", fake_build)
-    monkeypatch.setattr(initramfs, "build_initramfs", lambda req: initramfs.InitramfsResult(
-        tmp_path / "initrd", "0" * 64, []))
-    monkeypatch.setattr(bootmod, "boot", fake_boot)
-    monkeypatch.setattr(bootmod, "speed_factor", lambda: 1.0)
-    monkeypatch.setattr(ktap, "parser_dir", lambda *a: None)
-    monkeypatch.setattr(ktap, "load_parser", lambda d: parser)
+    fake_kernel(monkeypatch, tmp_path, fake_build, fake_boot, parser)
     monkeypatch.setattr(check, "check_branch", fake_check)
     wd = Workdir(root)
 
