@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -138,6 +143,69 @@ def test_project_manifest():
     m = manifest.load(REPO / "branches.yaml")
     doc = yaml.safe_load(pipeline.render(m))
     check_structure(doc, m)
+
+
+# ------------------------------------------------- what a job runs: the main job
+
+FAKE_KTOPIC = """\
+import json, os, sys
+with open(os.environ["FAKE_KTOPIC_LOG"], "a") as f:
+    f.write(json.dumps(sys.argv[1:]) + "\\n")
+sys.exit(int(os.environ["FAKE_KTOPIC_STATUS"]) if "ci" in sys.argv else 0)
+"""
+
+
+def run_branch(tmp_path: Path, *args: str, status: int = 0):
+    """ci/run-branch ARGS in a copy of ci/ whose tools/bin/ktopic only
+    records its arguments: (exit status, each ktopic call's arguments, top)."""
+    top = tmp_path / "checkout"
+    (top / "ci").mkdir(parents=True)
+    (top / "tools" / "bin").mkdir(parents=True)
+    shutil.copy2(REPO / "ci" / "run-branch", top / "ci" / "run-branch")
+    (top / "tools" / "bin" / "ktopic").write_text(FAKE_KTOPIC)
+    log = tmp_path / "calls"
+    p = subprocess.run([str(top / "ci" / "run-branch"), *args], capture_output=True, text=True,
+                       env=dict(os.environ, FAKE_KTOPIC_LOG=str(log),
+                                FAKE_KTOPIC_STATUS=str(status)))
+    calls = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+    return p.returncode, calls, top
+
+
+def main_job_ci_options() -> list[str]:
+    """The options the Makefile's main job gives `ktopic ci` (`make -n main`)."""
+    out = subprocess.run(["make", "-n", "-s", "-C", str(REPO), "main"], capture_output=True,
+                         text=True, check=True).stdout
+    words = [shlex.split(x) for x in out.splitlines() if x.strip()]
+    ci = [w for w in words if len(w) > 2 and w[1].endswith("tools/bin/ktopic") and w[2] == "ci"]
+    assert len(ci) == 1, out
+    return ci[0][3:]
+
+
+def test_a_job_runs_the_main_jobs_ktopic_ci_on_its_branch(tmp_path):
+    """The script of every job, ci/run-branch BRANCH, gives `ktopic ci` the
+    options the main job gives it (--main-job: runner/options.py says which
+    gates), after import-base and generate."""
+    main = main_job_ci_options()
+    status, calls, top = run_branch(tmp_path, "topic/locking")
+    assert status == 0
+    manifest_arg = ["-m", str(top / "branches.yaml")]
+    assert calls[:2] == [manifest_arg + ["import-base"], manifest_arg + ["generate"]]
+    ci = calls[2]
+    assert ci[:5] == manifest_arg + ["ci", "topic/locking", "-o"] and ci[5] == str(top / "out")
+    assert ci[6:] == main
+    assert len(calls) == 3
+    # Both name the gates by the one definition, not by a list each.
+    assert main == ["--main-job"]
+
+
+def test_a_jobs_extra_options_follow_and_its_status_is_cis(tmp_path):
+    """$KTOPIC_CI_OPTIONS (--gates-only: `ktopic ci --main-job --gates-only`
+    leaves out the gates that build, test_mainjob.py) comes after the main
+    job's options; a failing branch fails the job."""
+    status, calls, _ = run_branch(tmp_path, "for-next", "--gates-only", status=1)
+    assert status == 1
+    assert calls[-1][2:4] == ["ci", "for-next"] and calls[-1][-2:] == ["--main-job",
+                                                                       "--gates-only"]
 
 
 # ------------------------------------------------------------------- CLI
