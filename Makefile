@@ -19,9 +19,12 @@ all: deps main
 # cached by content: only what changed is built and booted.  A topic whose
 # gates fail is not booted (the job goes on with the others, exits 1).
 # `make gates`, `make ci`, `make mutate` still run one part alone.
+# --main-job names these gates (--bisect --warnings --mutate) in one place,
+# runner/options.py, for this job and every pipeline job (ci/run-branch),
+# so that a branch's pipeline job gives the main job's verdict.
 # docs/ci.md, "The main job"; docs/gates.md, "In the main job".
 main: import generate status
-	$(KTOPIC) ci --bisect --warnings --mutate
+	$(KTOPIC) ci --main-job
 
 import:
 	$(KTOPIC) import-base

@@ -1,11 +1,13 @@
 """The main job's order and the build directories' seeds, without a
-kernel: `ktopic ci --bisect --warnings --mutate` works on each tree once,
-back to back (the base, each topic's gates, build, mutants and variants,
-the integration branch last), and a new build directory starts from its
-nearest finished relative (kernel/seeds.py)."""
+kernel: `ktopic ci --main-job` (--bisect --warnings --mutate) works on
+each tree once, back to back (the base, each topic's gates, build,
+mutants and variants, the integration branch last), a new build directory
+starts from its nearest finished relative (kernel/seeds.py), and one
+branch's run (a pipeline job) gives the verdict the main job gives it."""
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +28,7 @@ from ktopic.kernel import seeds  # noqa: E402
 from ktopic.model import results as R  # noqa: E402
 from ktopic.model.workdir import Workdir  # noqa: E402
 from ktopic.runner import runner as runmod  # noqa: E402
-from ktopic.runner.options import Options  # noqa: E402
+from ktopic.runner.options import MAIN_JOB_GATES, Options  # noqa: E402
 
 from test_ci import ENV, console, fake_kernel, manifest, topic  # noqa: E402
 from test_ktap import parser  # noqa: E402,F401  (fixture)
@@ -104,7 +106,12 @@ def job(tmp_path, monkeypatch, parser):  # noqa: F811
 
     def fake_boot(req):
         events.append(("boot", req.kernel.parents[3].name))
-        req.console.write_text(console())
+        # A mutant's kernel (its commit is no branch's head) fails suite_a.c: caught.
+        text = console()
+        if req.kernel.read_text() not in heads:
+            text = text.replace("    ok 1 c", "    not ok 1 c").replace("] ok 1 suite_a",
+                                                                     "] not ok 1 suite_a")
+        req.console.write_text(text)
         return bootmod.BootResult("done", 1.0, req.console, "qemu-system-x86_64 ...")
 
     def fake_check(m_, wd_, name, out_dir=None, bisect=False, warnings=False, jobs=0,
@@ -120,12 +127,12 @@ def job(tmp_path, monkeypatch, parser):  # noqa: F811
     monkeypatch.setattr(check, "check_branch", fake_check)
     wd = Workdir(root)
 
-    def run(**kw):
+    def run(names=(), **kw):
         opts = Options(accel="tcg", sanitizers=True, check=True)
         for k, v in kw.items():      # set one by one: a field an older Options lacks is ignored
             setattr(opts, k, v)
-        return runmod.run_targets(m, wd, opts, [], tmp_path / "out", write_report=False,
-                                  use_live=False)
+        return runmod.run_targets(m, wd, opts, list(names), tmp_path / "out",
+                                  write_report=False, use_live=False)
     return SimpleNamespace(run=run, events=events, seeded=seeded, gate_fails=gate_fails,
                            m=m, wd=wd, root=root)
 
@@ -241,3 +248,74 @@ def test_main_order_keeps_dependencies_first(job):
     assert [t.branch for t in order] == [
         "base", "base+kcsan", "topic/c", "topic/a", "topic/b", "topic/b+kcsan", "for-next",
         "for-next+kcsan"]
+
+
+# ------------------------------------------- one branch's job, the main job's gates
+
+def ci_args(*argv):
+    """`ktopic ci ARGV` as the command line parses it."""
+    p = argparse.ArgumentParser()
+    cmd_ci.register(p.add_subparsers(dest="command"))
+    return p.parse_args(["ci", *argv])
+
+
+@pytest.mark.parametrize("argv,want", [
+    ([], set()),
+    (["--mutate"], {"mutate"}),
+    (["--main-job"], {"bisect", "warnings", "mutate"}),
+    (["--main-job", "--no-sanitizers", "--kasan"], {"bisect", "warnings", "mutate"}),
+    # The pipeline's cheap variant (KTOPIC_CI_OPTIONS=--gates-only): nothing that builds.
+    (["--main-job", "--gates-only"], set()),
+    # No check stage: no build gate in it; the mutants still run.
+    (["--main-job", "--no-check"], {"mutate"}),
+])
+def test_main_job_option_is_the_main_jobs_gates(argv, want):
+    assert set(MAIN_JOB_GATES) == {"bisect", "warnings", "mutate"}
+    chosen = cmd_ci.gates_of(ci_args(*argv))
+    assert {g for g, on in chosen.items() if on} == want
+
+
+def test_main_job_leaves_an_explicit_gate_that_cannot_run_an_error():
+    with pytest.raises(KtopicError, match="--bisect builds kernels: not with --gates-only"):
+        cmd_ci.run(ci_args("--main-job", "--gates-only", "--bisect"))
+
+
+def test_one_branchs_run_gives_the_main_jobs_verdict(job):
+    """A pipeline job runs `ktopic ci BRANCH --main-job` (ci/run-branch):
+    for its branch it does what the main job does, the same gates, builds,
+    boots, mutants and variants, to the same verdict, a failing gate
+    included.  --mutate runs nothing for a topic without mutants (b, c)
+    nor for the integration branch; the variants come from the manifest."""
+    gates = {g: True for g in MAIN_JOB_GATES}
+    job.gate_fails.add("c")
+    full = job.run(use_cache=False, base_cache=False, **gates)
+    main_events = list(job.events)
+    dirs = {"a": "topic_a", "b": "topic_b", "c": "topic_c", "integration": "for-next"}
+
+    def own(events, name):
+        return [e for e in events
+                if e[1] in (name, dirs[name]) or e[1].startswith(dirs[name] + "-")]
+
+    def verdict(report, name):
+        return ([(b.branch, b.ok, [(s.stage, s.status) for s in b.stages])
+                 for b in report.branches if b.topic == name],
+                [(x.name, x.status) for x in report.mutants if x.topic == name])
+
+    assert verdict(full, "a")[1] == [("0001-f-again", "caught")]
+    for name in dirs:
+        job.events.clear()
+        one = job.run([name], use_cache=False, base_cache=False, **gates)
+        assert own(job.events, name) == own(main_events, name), name
+        assert verdict(one, name) == verdict(full, name), name
+        assert one.ok == (name != "c")
+    assert [e for e in own(main_events, "a") if e[0] != "boot"] == [
+        ("gates", "a"), ("build", "topic_a"), ("mutant", "topic_a")]
+    assert [e for e in own(main_events, "b") if e[0] != "boot"] == [
+        ("gates", "b"), ("build", "topic_b"), ("build", "topic_b-kcsan")]
+    assert own(main_events, "c") == [("gates", "c")]
+    assert [e for e in own(main_events, "integration") if e[0] != "boot"] == [
+        ("build", "for-next"), ("build", "for-next-kcsan")]
+    # What a job ran before: `ktopic ci BRANCH`, neither gates nor mutants.
+    job.events.clear()
+    job.run(["a"], use_cache=False, base_cache=False)
+    assert own(job.events, "a") != own(main_events, "a")

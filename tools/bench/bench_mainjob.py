@@ -2,9 +2,9 @@
 """the main job (make's): cold, then warm, against its floor
 
 What `make` runs after installing packages: `ktopic import-base`,
-`generate`, `status`, then one `ktopic ci --bisect --warnings --mutate`
-(every topic's gates, build, boot, tests, expectation boots, mutants and
-KCSAN variant, the integration branch last).  It runs in a scratch work
+`generate`, `status`, then one `ktopic ci --main-job` (--bisect
+--warnings --mutate: every topic's gates, build, boot, tests, expectation
+boots, mutants and KCSAN variant, the integration branch last).  It runs in a scratch work
 directory (benchlib.scratch_workdir: a shared clone of the repository of
 $KTOPIC_WORKDIR, or ~/.cache/ktopic; no build directory, no result or
 gate cache, an EMPTY ccache), once cold and once warm (nothing changed).
@@ -147,7 +147,7 @@ def main_job(ktopic: list[str], ci_args: list[str], out: Path, log: Path):
         rc = 0
         for name, cmd in (("import-base", ["import-base"]), ("generate", ["generate"]),
                           ("status", ["status"]),
-                          ("ci", ["ci", "--bisect", "--warnings", "--mutate", "-o", str(out),
+                          ("ci", ["ci", "--main-job", "-o", str(out),
                                   *ci_args])):
             with meter() as m:
                 rc = _run([*ktopic, *cmd], log)

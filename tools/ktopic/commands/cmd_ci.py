@@ -11,7 +11,11 @@ from pathlib import Path
 from ktopic.commands import common
 from ktopic.errors import KtopicError
 from ktopic.report import report as rep
+from ktopic.runner.options import MAIN_JOB_GATES
 from ktopic.runner.runner import run_targets
+
+# The build gates of the check stage (the others only follow the build).
+CHECK_GATES = ("bisect", "warnings")
 
 
 def register(sub) -> None:
@@ -36,16 +40,37 @@ def register(sub) -> None:
     p.add_argument("--mutate", action="store_true",
                    help="the mutation gate (`ktopic mutate`) per topic, right after its "
                         "plain result; the mutants join the report")
+    p.add_argument("--main-job", action="store_true",
+                   help="the main job's gates, as `make` and every pipeline job "
+                        "(ci/run-branch) run them: "
+                        + " ".join(f"--{g}" for g in MAIN_JOB_GATES)
+                        + " (none of them with --gates-only; with --no-check, not "
+                        + " ".join(f"--{g}" for g in CHECK_GATES) + ")")
     p.add_argument("-o", "--out", type=Path, default=None,
                    help="output directory (default: out/ beside the manifest)")
     common.add_common(p)
     p.set_defaults(func=run)
 
 
+def gates_of(args) -> dict[str, bool]:
+    """Each gate of MAIN_JOB_GATES -> whether this run has it: as given,
+    and with --main-job every one of them, but for those the other options
+    leave out (--gates-only builds nothing; --no-check has no check stage
+    for the build gates).  Given explicitly, such a pair is an error."""
+    chosen = {g: bool(getattr(args, g, False)) for g in MAIN_JOB_GATES}
+    if getattr(args, "main_job", False):
+        for g in MAIN_JOB_GATES:
+            if not (getattr(args, "gates_only", False) or
+                    (getattr(args, "no_check", False) and g in CHECK_GATES)):
+                chosen[g] = True
+    return chosen
+
+
 def run(args) -> int:
     if args.gates_only and args.no_check:
         raise KtopicError("--gates-only with --no-check leaves nothing to run")
-    bisect, warnings, mutate = (getattr(args, o, False) for o in ("bisect", "warnings", "mutate"))
+    chosen = gates_of(args)
+    bisect, warnings, mutate = (chosen[o] for o in ("bisect", "warnings", "mutate"))
     gates = [o for o, on in (("--bisect", bisect), ("--warnings", warnings),
                              ("--mutate", mutate)) if on]
     if gates and args.gates_only:

@@ -1,5 +1,5 @@
 """ktopic pipeline: write (or --check) the GitLab CI pipeline generated
-from the manifest.
+from the manifest (and its topics' mutants, which the time-outs count).
 
 Takes the manifest; gives .gitlab-ci.yml (or, with --check, whether it is
 up to date)."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ktopic.errors import Failure
 from ktopic.model import manifest as manifest_mod
-from ktopic.report.gitlab import DEFAULT_IMAGE, DEFAULT_OUTPUT, render
+from ktopic.report.gitlab import DEFAULT_IMAGE, DEFAULT_OUTPUT, MUTANTS_DIR, render
 from ktopic.report.report import write_atomic
 
 
@@ -19,9 +19,10 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "pipeline", help="write the GitLab CI pipeline (one job per topic and integration)",
         description="Write a GitLab CI pipeline generated from the manifest: one job per "
-        "topic and one for the integration branch, each running ci/run-branch, "
-        "with needs: from the topics' dependencies, JUnit XML and logs as artifacts "
-        "and a ccache cache.")
+        "topic and one for the integration branch, each running ci/run-branch (the main "
+        "job's gates on its branch), with needs: from the topics' dependencies, a "
+        "time-out from the branch's commits, mutants and sanitizer variants, JUnit XML "
+        "and logs as artifacts and a ccache cache.")
     p.add_argument("-o", "--output", metavar="PATH", default=None,
                    help=f"where to write ('-': standard output; default: {DEFAULT_OUTPUT} "
                    "beside the manifest)")
@@ -45,7 +46,8 @@ def run(args) -> int:
         except FileNotFoundError:
             current = None
         if current != text:
-            raise Failure(f"{out} is not up to date with {m.display()}: run `ktopic pipeline`")
+            raise Failure(f"{out} is not up to date with {m.display()} and "
+                          f"{MUTANTS_DIR}/: run `ktopic pipeline`")
         print(f"{out}: up to date")
         return 0
     write_atomic(out, text)

@@ -27,3 +27,14 @@ class Options:
     bisect: bool = False             # the build gates (ktopic check --bisect, --warnings)
     warnings: bool = False           # run per topic just before its build, which they block
     mutate: bool = False             # the mutation gate per topic, after its plain result
+
+
+# The main job's gates: what `ktopic ci --main-job` turns on (each is also
+# an option of its own, --bisect ...).  `make` runs `ktopic ci --main-job`
+# on every branch and ci/run-branch, so every pipeline job, on one: a
+# branch's job gives the verdict the main job gives it.  --mutate is a
+# no-op for a topic without qemu/mutants/<topic>/ and for the integration
+# branch, --bisect and --warnings for the integration branch, so one set
+# serves every job.  The manifest's sanitizer variants run in any `ktopic
+# ci` (not with --no-sanitizers).
+MAIN_JOB_GATES = ("bisect", "warnings", "mutate")
