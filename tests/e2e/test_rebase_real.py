@@ -64,9 +64,9 @@ EDITS = [
     # CONTEXT: a comment on a line of the context of page_cache_ra_unbounded()'s
     # hunk, two lines below what mm 0001 adds (not next to it: git takes
     # changes that touch for a conflict).
-    ("mm/readahead.c", "\tpagecache_add_batch_put(mapping, add_locked);\n"
+    ("mm/readahead.c", "\tpagecache_add_put(&mapping->add_lock);\nout:\n"
      "\tfilemap_invalidate_unlock_shared(mapping);\n\tmemalloc_nofs_restore(nofs);\n}\n",
-     "\tpagecache_add_batch_put(mapping, add_locked);\n"
+     "\tpagecache_add_put(&mapping->add_lock);\nout:\n"
      "\tfilemap_invalidate_unlock_shared(mapping);\n"
      "\tmemalloc_nofs_restore(nofs);\t/* after the unlock */\n}\n"),
     # THREE_WAY: a line of its context, two lines above what fs 0001 adds.
