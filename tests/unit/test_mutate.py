@@ -243,6 +243,25 @@ def test_mutate_bad_input_is_one_line_exit_2_nothing_moves(generated, ktopic):
     assert r.status == 2 and "no topic 'nosuch'" in r.err
 
 
+def test_mutate_that_would_run_nothing_is_refused(generated, ktopic, tmp_path):
+    """A topic named without mutants, or a --mutants directory without its
+    <topic>/ level, is a one-line error: never a green gate that ran nothing."""
+    p = generated
+    r = ktopic(*p.args("mutate", "counters"))
+    mdir = p.root / "qemu" / "mutants"
+    assert (r.status, r.err.strip()) == (
+        2, f"ktopic: {mdir}: no mutants for topic 'counters' (no counters/*.patch here)"), r
+    flat = tmp_path / "flat"
+    write(flat / "0001-x.patch", "Breaks: x\nCaught-by: s.c\n\ndiff --git a/f b/f\n")
+    r = ktopic(*p.args("mutate", "--mutants", str(flat)))
+    assert (r.status, r.err.strip()) == (
+        2, f"ktopic: {flat}: no <topic>/*.patch in this directory"), r
+    r = ktopic(*p.args("mutate", "--mutants", str(tmp_path / "nosuch")))
+    assert (r.status, r.err.strip()) == (2, f"ktopic: {tmp_path / 'nosuch'}: no such directory")
+    r = ktopic(*p.args("mutate"))
+    assert (r.status, r.out.strip()) == (0, f"no mutants under {mdir}"), r
+
+
 def test_mutate_takes_a_topic_by_any_of_its_names(generated, ktopic):
     """A topic's branch names it as the topic does; the integration branch,
     by either name, is refused in one line: mutants belong to topics."""

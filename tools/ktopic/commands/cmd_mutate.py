@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ktopic.commands import common
+from ktopic.errors import KtopicError
 from ktopic.model import results as R
 from ktopic.model.targets import BASE, select, targets_from_manifest
 from ktopic.report import report as rep
@@ -42,8 +43,21 @@ def run(args) -> int:
     topics = [m.resolve_one(n, ("topic",)).name for n in args.topics] or \
         [s.name for s in m.resolve([]) if s.kind == "topic" and (mdir / s.name).is_dir()]
     topics = list(dict.fromkeys(topics))
+    if args.mutants and not mdir.is_dir():
+        raise KtopicError("no such directory", mdir)
     # Parse every mutant first: a malformed one stops the run before any build.
     mutants = {t: mut.load_mutants(mdir, t) for t in topics}
+    # A topic named, or a directory given, that has nothing to run is a
+    # mistake (a directory without its <topic>/ level, a misspelt name):
+    # never a green gate that ran nothing.
+    for t in topics if args.topics else []:
+        if not mutants[t]:
+            raise KtopicError(f"no mutants for topic '{t}' (no {t}/*.patch here)", mdir)
+    if not any(mutants.values()):
+        if args.mutants:
+            raise KtopicError("no <topic>/*.patch in this directory", mdir)
+        print(f"no mutants under {mdir}")
+        return 0
     opts = common.options_from_args(args)
     opts.check = False
     # --no-cache is about the mutants: the base's and the branch's own results
