@@ -105,6 +105,28 @@ def test_a_log_hears_from_a_long_build_every_30s_and_no_more():
     assert any("running 26m" in x for _, x in timed)
 
 
+def test_steps_that_end_unannounced_leave_no_gap_over_30s():
+    """A bisect walk or a mutant run in the main job's log (no start or
+    end lines): 45-second steps one after another.  Counting quiet per
+    step, each new one spoke first 29 s after it started: 58 s gaps."""
+    from ktopic.kernel.steplog import StepLog
+    clock = Clock()
+    said: list[str] = []
+    log = StepLog(say=said.append, edges=False, clock=clock, cpu=clock.cpu,
+                  load=lambda: 1.5, ticker=False)
+    for n in range(1, 5):
+        with log.step("topic/locking", "bisect builds", f"bisect build {n} of 4"):
+            for _ in range(45):
+                clock.now += 1.0
+                log.tick()
+    timed = lines_of("\n".join(said), "topic/locking: bisect build")
+    assert [x.split(":")[1].strip() for _, x in timed] == \
+        ["bisect build 1 of 4", "bisect build 2 of 4", "bisect build 2 of 4",
+         "bisect build 3 of 4", "bisect build 4 of 4", "bisect build 4 of 4"]
+    assert timed[0][0] == 29.0 and max(gaps([t for t, _ in timed])) <= 30.0
+    assert min(gaps([t for t, _ in timed])) >= 29.0
+
+
 def test_the_heartbeat_thread_speaks_for_a_silent_step():
     """No kbuild line at all (a boot, a W=1 pass): the thread says it runs."""
     from ktopic.kernel.steplog import StepLog

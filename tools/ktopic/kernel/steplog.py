@@ -42,7 +42,7 @@ from pathlib import Path
 
 from ktopic.model.results import StageTime
 
-INTERVAL = 30.0      # seconds between two lines of a running step in a log
+INTERVAL = 30.0      # the longest a log with a running step stays quiet
 PERIOD = 1.0         # how often the heartbeat thread looks
 
 
@@ -105,7 +105,7 @@ class Step:
         self.count = 0               # kbuild steps so far
         self.target = ""             # the last one's target
         self.outcome = ""
-        self.t0 = self.said = 0.0
+        self.t0 = 0.0
         self.cpu0 = 0.0
         self.cc0 = None
 
@@ -140,8 +140,8 @@ class Step:
 class StepLog:
     """Heartbeat lines for long steps in a log, and the run's time per stage.
 
-    say: where lines go (None: nowhere, only timing).  heartbeat: a running
-    step says so every `interval` seconds.  edges: a line when a step
+    say: where lines go (None: nowhere, only timing).  heartbeat: a log quiet
+    for `interval` seconds hears from its innermost running step.  edges: a line when a step
     starts and ends.  clock, cpu, load, ccache: the sources (tests fake
     them).  ticker: run the thread that makes silent steps speak."""
 
@@ -159,7 +159,7 @@ class StepLog:
         self.running: list[Step] = []
         self.rows: dict[tuple[str, str], StageTime] = {}
         self.records: list[dict] = []          # one per finished step (records())
-        self.t0 = self.clock()
+        self.t0 = self.said = self.clock()      # said: this log's last line
         self.cpu0 = self.cpu()
         self.load0 = round(self.load(), 2)
         self._ticker = ticker and self.heartbeat
@@ -176,11 +176,12 @@ class StepLog:
 
     def _emit(self, text: str) -> None:
         if self.say is not None:
-            self.say(f"[{self.clock() - self.t0:7.1f}s] {text}")
+            self.said = self.clock()
+            self.say(f"[{self.said - self.t0:7.1f}s] {text}")
 
     def _start(self, s: Step) -> None:
         with self.lock:
-            s.t0 = s.said = self.clock()
+            s.t0 = self.clock()
             s.cpu0 = self.cpu()
             s.cc0 = self.ccache() if self.ccache and s.kbuild else None
             key = (s.branch, s.stage)
@@ -220,20 +221,23 @@ class StepLog:
 
     # --- heartbeat
     def tick(self) -> None:
-        """Say so for every running step that was quiet for an interval (less
-        one period: the thread looks once a period, so no gap exceeds it)."""
+        """When the log was quiet for an interval (less one period: the
+        thread looks once a period, so no gap exceeds it), the innermost
+        running step says how far it is.  Quiet is the log's, not the
+        step's: steps that end unannounced one after another (a bisect
+        walk, the mutants) would otherwise leave gaps of nearly two
+        intervals."""
         if not self.heartbeat:
             return
         with self.lock:
             now = self.clock()
-            for s in self.running:
-                if now - s.said >= self.interval - self.period:
-                    s.said = now
-                    text = f"{s.name()}: running {duration(now - s.t0)}"
-                    if s.count:
-                        text += f", {s.count} kbuild steps" + (f" ({s.target})" if s.target
-                                                               else "")
-                    self._emit(text)
+            if not self.running or now - self.said < self.interval - self.period:
+                return
+            s = self.running[-1]
+            text = f"{s.name()}: running {duration(now - s.t0)}"
+            if s.count:
+                text += f", {s.count} kbuild steps" + (f" ({s.target})" if s.target else "")
+            self._emit(text)
 
     def _run(self) -> None:
         while not self._stop.wait(self.period):
