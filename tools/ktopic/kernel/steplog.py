@@ -140,10 +140,11 @@ class Step:
 class StepLog:
     """Heartbeat lines for long steps in a log, and the run's time per stage.
 
-    say: where lines go (None: nowhere, only timing).  heartbeat: a log quiet
-    for `interval` seconds hears from its innermost running step.  edges: a line when a step
-    starts and ends.  clock, cpu, load, ccache: the sources (tests fake
-    them).  ticker: run the thread that makes silent steps speak."""
+    say: where lines go (None: nowhere, only timing).  heartbeat: a log
+    quiet for `interval` seconds hears from its innermost running step.
+    edges: a line when a step starts and ends.  clock, cpu, load, ccache:
+    the sources (tests fake them).  ticker: run the thread that makes
+    silent steps speak."""
 
     def __init__(self, say=None, *, heartbeat: bool = True, edges: bool = True,
                  interval: float = INTERVAL, period: float = PERIOD, clock=None, cpu=None,
