@@ -75,7 +75,9 @@ def _interrupt(*_) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, pending=()) -> int:
+    """Run one command.  pending: not empty when Ctrl-C came before main()
+    took it over (the entry point holds it while the modules load)."""
     argv = sys.argv[1:] if argv is None else argv
     git = sys.modules.get("ktopic.plumbing.gitutil")
     if git:
@@ -88,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Inside the try: an interrupt while the command's modules load
         # ends as one line too.
+        if pending:
+            raise KeyboardInterrupt
         args = parser(_command_of(argv)).parse_args(argv)
         return args.func(args) or 0
     except KtopicError as e:
