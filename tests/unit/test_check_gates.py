@@ -5,6 +5,7 @@ warning (tests/e2e/test_gates.py builds for real)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -504,3 +505,61 @@ def test_the_warnings_pass_leaves_the_build_directory_as_it_was(tmp_path, monkey
     assert obj.read_text() == "normal" and obj.stat().st_mtime == 1000
     assert cmd.read_text() == "savedcmd_lib/a.o := gcc -c" and cmd.stat().st_mtime == 1000
     assert not (out / new_warnings.STASH).exists()
+
+
+def test_the_warnings_pass_at_a_new_directory_configures_its_seed(tmp_path, monkeypatch):
+    """W=1/sparse at a topic's start, in a build directory never used: it
+    starts from the seed (a copy of a finished build) and is configured,
+    not built.  A full build there is compiled again by the walk's first
+    commit whenever that commit changes a header.  Without a finished
+    seed the start is built first, as before."""
+    from ktopic.gates import new_warnings
+    from ktopic.kernel import build as buildmod
+    from ktopic.kernel import kconfig
+    src = tmp_path / "repo"
+    (src / "lib").mkdir(parents=True)
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e.org",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e.org")
+
+    def git(*a):
+        return subprocess.run(["git", "-C", str(src), *a], check=True, env=env,
+                              capture_output=True, text=True).stdout.strip()
+    git("init", "-q")
+    (src / "lib/a.c").write_text("int a;\n")
+    git("add", "-A")
+    git("commit", "-qm", "start")
+    start = git("rev-parse", "HEAD")
+    (src / "lib/a.c").write_text("int a;\nint b;\n")
+    git("commit", "-qam", "head")
+    wd = _WD(tmp_path / "work")
+    wd.git_dir = src / ".git"
+    plan = bisectable.Plan("x", "topic/x", start=start, head=git("rev-parse", "HEAD"),
+                           commits=[(git("rev-parse", "HEAD"), "head")], build_name="topic_x")
+    seed = wd.build_dir("base")
+    (seed / "arch/x86/boot").mkdir(parents=True)
+    (seed / "arch/x86/boot/bzImage").write_text("kernel")
+    (seed / "lib").mkdir()
+    (seed / "lib/a.o").write_text("base object")
+    monkeypatch.setattr(buildmod.Worktree, "checkout", lambda self, commit: None)
+    configured, built = [], []
+
+    def configure(req):
+        configured.append(req.out)
+        (req.out / ".config").write_text("CONFIG_A=y\n")
+    monkeypatch.setattr(kconfig, "configure", configure)
+    out = wd.build_dir("topic_x")
+
+    def build_commit(plan, wd, commit, parent, jobs):
+        built.append(commit)
+        out.mkdir(parents=True)
+    monkeypatch.setattr(new_warnings, "build_commit", build_commit)
+    real_run = subprocess.run
+    monkeypatch.setattr(new_warnings.subprocess, "run", lambda cmd_, **kw: real_run(
+        cmd_, **kw) if cmd_[0] != "make" else subprocess.CompletedProcess(cmd_, 0, "", ""))
+    new_warnings.collect(plan, wd, at="start")
+    assert built == [] and configured == [out]
+    assert (out / "lib/a.o").read_text() == "base object"      # the seed's, kept
+    (seed / "arch/x86/boot/bzImage").unlink()                   # no finished seed
+    shutil.rmtree(out)
+    new_warnings.collect(plan, wd, at="start")
+    assert built == [start]

@@ -229,6 +229,11 @@ def build_commit(p: Plan, wd, commit: str, parent: str | None, jobs: int = 0,
                        _clean(res.details, wd.src), notes)
 
 
+def seed_of(p: Plan, wd) -> Path:
+    """What the plan's build directory starts from when it is new."""
+    return p.seed or wd.build_dir(buildmod.build_dir_name("base"))
+
+
 def _build(p: Plan, wd, commit: str, parent: str | None, fragments: list[Path], jobs: int,
            progress: bool, on_line=None):
     """build.build() of one commit: its BuildResult, or a failed CommitBuild."""
@@ -236,7 +241,7 @@ def _build(p: Plan, wd, commit: str, parent: str | None, fragments: list[Path], 
     t0 = time.monotonic()
     req = buildmod.BuildRequest(name=p.build_name, commit=commit, base=parent,
                                 fragments=fragments, jobs=jobs, progress=progress,
-                                on_line=on_line, seed=p.seed or wd.build_dir(buildmod.build_dir_name("base")))
+                                on_line=on_line, seed=seed_of(p, wd))
     try:
         return buildmod.build(root, Path(wd.git_dir), req)
     except Failure as e:

@@ -34,7 +34,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ktopic.gates.bisectable import build_commit
+from ktopic.gates.bisectable import build_commit, seed_of
 from ktopic.kernel import build as buildmod
 from ktopic.kernel import kconfig
 from ktopic.model import results as R
@@ -182,9 +182,12 @@ def collect(plan, wd, at: str, jobs: int = 0, log=None) -> Collected:
     out = wd.build_dir(plan.build_name)
     wt = buildmod.Worktree(git_dir, wd.src)
     env = buildmod.make_env(root)
-    if not (out / ".config").is_file():
-        # A directory never built: build the commit first (seeded from the
-        # base's build by build.build), which configures and prepares it.
+    if not (out / ".config").is_file() and not buildmod.seed_dir(out, seed_of(plan, wd)):
+        # A directory never built and nothing to start it from: build the
+        # commit first, which configures and prepares it.  From a seed it
+        # is only configured below: a full build at the start would be
+        # compiled again by the walk's first commit whenever that commit
+        # changes a header (or the worktree last held another topic).
         build_commit(plan, wd, commit, None, jobs)
     wt.checkout(commit)
     # Configure at both ends.  The topic's own options may not exist at its

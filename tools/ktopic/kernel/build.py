@@ -327,23 +327,30 @@ def kernel_modules(out: Path) -> list[Path]:
     return sorted(kos, key=lambda p: p.name)
 
 
+def seed_dir(out: Path, seed: Path | None) -> bool:
+    """Start a new build directory `out` as a copy of a finished build
+    (its nearest built relative, kernel/seeds.py): make then recompiles
+    only what differs.  Sound because every build compiles from the one
+    worktree, so every file that differs from what an object of the seed
+    was compiled from was rewritten (new mtime) after that object; the
+    copy keeps the objects' mtimes.  False, and nothing done, when `out`
+    is already configured or the seed is not a finished build."""
+    if not seed or (out / ".config").exists() or \
+            not (Path(seed) / "arch/x86/boot/bzImage").is_file():
+        return False
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(seed, out, symlinks=True, ignore=shutil.ignore_patterns(
+        "ktopic-modules", "ktopic-build.log", "ktopic.count", "ktopic-deps.json"))
+    _rebase_paths(out / "tools", Path(seed).resolve(), out.resolve())
+    return True
+
+
 def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
     """Configure and build one branch in <root>/build/<name>. The caller holds the lock."""
     t0 = time.monotonic()
     out = root / "build" / req.name
-    if req.seed and not (out / ".config").exists() and \
-            (Path(req.seed) / "arch/x86/boot/bzImage").is_file():
-        # A new branch starts from a finished build (its nearest built
-        # relative, kernel/seeds.py): make then recompiles only what differs.
-        # Sound because every build compiles from the one worktree, so every
-        # file that differs from what an object of the seed was compiled
-        # from was rewritten (new mtime) after that object; the copy keeps
-        # the objects' mtimes.
-        if out.exists():
-            shutil.rmtree(out)
-        shutil.copytree(req.seed, out, symlinks=True, ignore=shutil.ignore_patterns(
-            "ktopic-modules", "ktopic-build.log", "ktopic.count", "ktopic-deps.json"))
-        _rebase_paths(out / "tools", Path(req.seed).resolve(), out.resolve())
+    seed_dir(out, req.seed)
     out.mkdir(parents=True, exist_ok=True)
     res = BuildResult(name=req.name, ok=False, out=out, log=out / "ktopic-build.log",
                       toolchain=toolchain_versions())
