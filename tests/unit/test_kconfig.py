@@ -1,7 +1,10 @@
-"""ktopic.kernel.kconfig: fragments, the did-not-stick check, hashes (no kernel tree needed)."""
+"""ktopic.kernel.kconfig: fragments, the did-not-stick check, hashes, when
+configure may keep a .config (no kernel tree needed)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -71,3 +74,58 @@ def test_repository_fragments_parse():
 def test_missing_fragment_is_bad_input(tmp_path):
     with pytest.raises(KtopicError, match="cannot read"):
         kconfig.requested_values([tmp_path / "nope.config"])
+
+
+# A tree whose config targets only record that they ran: allnoconfig copies
+# the merged fragments, as the kernel's would settle them.
+FAKE_MAKEFILE = """\
+allnoconfig:
+\tcp $(KCONFIG_ALLCONFIG) $(O)/.config
+\techo allnoconfig >> $(O)/calls
+olddefconfig:
+\techo olddefconfig >> $(O)/calls
+"""
+FAKE_MERGE = 'shift 3; cat "$@" > "$KCONFIG_CONFIG"\n'
+
+
+def test_configure_keeps_a_config_whose_inputs_are_unchanged(tmp_path):
+    """Every build used to run allnoconfig and olddefconfig, and make then
+    ran syncconfig for the rewritten .config: Kconfig's compiler tests each
+    time.  A .config is kept when the fragments, every file of the tree
+    but its sources, and the tools are those it was made from, and it was
+    not edited since."""
+    src, out = tmp_path / "src", tmp_path / "out"
+    (src / "scripts/kconfig").mkdir(parents=True)
+    (src / "Makefile").write_text(FAKE_MAKEFILE)
+    (src / "scripts/kconfig/merge_config.sh").write_text(FAKE_MERGE)
+    (src / "Kconfig").write_text("config A\n\tbool\n")
+    (src / "a.c").write_text("int a;\n")
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e.org",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e.org")
+
+    def commit(msg):
+        for cmd in (["add", "-A"], ["commit", "-qm", msg]):
+            subprocess.run(["git", "-C", str(src), *cmd], check=True, env=env)
+    subprocess.run(["git", "init", "-q", str(src)], check=True)
+    commit("tree")
+    frag = write(tmp_path, "frag.config", "CONFIG_A=y\n")
+
+    def configure(fragment=frag):
+        r = kconfig.configure(kconfig.ConfigRequest(src=src, out=out, fragments=[fragment]))
+        assert r.ok
+        return (out / "calls").read_text().count("olddefconfig")
+    assert configure() == 1
+    assert configure() == 1                      # nothing changed: kept
+    (src / "a.c").write_text("int a = 1;\n")     # a source only: kept
+    commit("source")
+    assert configure() == 1
+    (src / "Kconfig").write_text("config A\n\tbool \"A\"\n")
+    commit("Kconfig")
+    assert configure() == 2
+    assert configure(write(tmp_path, "other.config", "CONFIG_A=y\nCONFIG_B=y\n")) == 3
+    assert configure() == 4
+    (out / ".config").write_text("CONFIG_A=y\nCONFIG_C=y\n")   # edited by hand
+    assert configure() == 5
+    (src / "Kconfig").write_text("config A\n\tbool \"B\"\n")  # not committed
+    assert configure() == 6
+    assert configure() == 7

@@ -159,11 +159,71 @@ def configure(req: ConfigRequest) -> ConfigResult:
     log = p.stdout
     if p.returncode:
         raise Failure(f"config: merge_config.sh failed:\n{p.stdout.strip()}")
-    log += _make(req.src, out, "allnoconfig", env,
-                 [*req.make_args, f"KCONFIG_ALLCONFIG={merged}"])
-    log += _make(req.src, out, "olddefconfig", env, req.make_args)
     config = out / ".config"
+    stamp = out / STAMP
+    key = inputs_key(req.src, merged.read_bytes(), req.make_args, env)
+    if key and config.is_file() and _stamped(stamp) == (key, config_file_hash(config)):
+        log += f"configuration inputs unchanged ({key[:16]}): .config kept\n"
+    else:
+        stamp.unlink(missing_ok=True)
+        log += _make(req.src, out, "allnoconfig", env,
+                     [*req.make_args, f"KCONFIG_ALLCONFIG={merged}"])
+        log += _make(req.src, out, "olddefconfig", env, req.make_args)
+        if key:
+            stamp.write_text(f"{key} {config_file_hash(config)}\n")
     requested = requested_values(req.fragments)
     missing = check_values(requested, read_config(config))
     return ConfigResult(config=config, fragment_hash=fragment_hash(req.fragments),
                         config_hash=config_file_hash(config), missing=missing, log=log)
+
+
+# Written beside .config: the key of the inputs it was made from, and its hash.
+STAMP = "ktopic.config.key"
+# What Kconfig never reads: a change to these alone leaves .config as it was.
+_NOT_KCONFIG = (".c", ".h", ".S", ".rs", ".rst", ".txt", ".dts", ".dtsi")
+# Environment the kernel's Makefile and Kconfig take tools and flags from.
+_KCONFIG_ENV = ("ARCH", "SRCARCH", "CC", "LD", "HOSTCC", "CROSS_COMPILE", "LLVM", "LLVM_IAS",
+                "KCONFIG_CONFIG", "KCONFIG_ALLCONFIG")
+
+
+def inputs_key(src: Path, merged: bytes, make_args: list[str], env: dict[str, str]) -> str:
+    """A key of everything olddefconfig's result depends on: the merged
+    fragments, the tree's files but its sources and documents (every
+    Kconfig file, the scripts and Makefiles Kconfig runs or reads), the
+    make arguments, the tool environment and the compiler and linker
+    (Kconfig tests their options).  "" (always configure) when src is not
+    a git worktree or holds changes to such files."""
+    def run(*cmd: str) -> str | None:
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, errors="surrogateescape", env=env)
+        except OSError:
+            return None
+        return p.stdout if p.returncode == 0 else None
+    tree = run("git", "-C", str(src), "ls-tree", "-r", "--full-tree", "HEAD")
+    if tree is None:
+        return ""
+    h = hashlib.sha256()
+    for line in tree.splitlines():
+        path = line.split("\t", 1)[-1]
+        if not (path.endswith(_NOT_KCONFIG) or path.startswith("Documentation/")):
+            h.update(line.encode("utf-8", "surrogateescape") + b"\n")
+    changed = run("git", "-C", str(src), "status", "--porcelain", "--untracked-files=no")
+    if changed is None or any(not (x[3:].endswith(_NOT_KCONFIG) or
+                                   x[3:].startswith("Documentation/"))
+                              for x in changed.splitlines()):
+        return ""
+    h.update(merged)
+    for part in (*make_args, *(f"{k}={env.get(k, '')}" for k in _KCONFIG_ENV)):
+        h.update(part.encode() + b"\0")
+    for tool in ("gcc", "ld"):
+        h.update((run(env.get(tool.upper(), tool).split()[-1], "--version") or "").encode())
+    return h.hexdigest()
+
+
+def _stamped(stamp: Path) -> tuple[str, str] | None:
+    try:
+        key, chash = stamp.read_text().split()
+    except (OSError, ValueError):
+        return None
+    return key, chash
