@@ -36,6 +36,11 @@ A subset tries it in minutes:
 KTOPIC_BENCH_MAINJOB_CI_OPTIONS=--no-sanitizers, KTOPIC_BENCH_MAINJOB_JOBS=1).
 Topic names go to `ktopic ci` (the base always runs; "integration" names
 the integration branch); the floor and the targets are then the subset's.
+
+A newcomer's first `make` is itself a cold run, in the real work
+directory.  Its floor, from what it left:
+
+    tools/bench/bench_mainjob.py --analyse out --wall SECONDS
 """
 
 from __future__ import annotations
@@ -124,6 +129,75 @@ def floor_steps(steps: list[dict], changes_wide) -> tuple[list[dict], list[dict]
     return floor, avoidable
 
 
+# -------------------------------------------------------------- analysis
+
+def floor_of(report: dict, steps: list[dict], wd: Path):
+    """(wide headers, floor, avoidable) of a main job's report.json and
+    steps.json, with the work directory wd it ran in (its repository, its
+    base build, its worktree)."""
+    git_dir = wd / "linux.git"
+    wide = wide_headers(wd / "build" / "base", wd / "src")
+    integ = {b["branch"] for b in report["branches"] if b.get("topic") == "integration"}
+
+    def changes_wide(s: dict) -> bool:
+        if s["stage"] == "bisect builds" and s.get("commit"):
+            files = _git(git_dir, "diff-tree", "-r", "--no-commit-id", "--name-only",
+                         "--root", s["commit"]).split()
+        else:
+            head = next((b["head"] for b in report["branches"]
+                         if b["branch"] == s["branch"]), "")
+            files = _git(git_dir, "diff", "--name-only", "refs/heads/base", head).split() \
+                if head else []
+        return bool(wide & set(files))
+    for s in steps:
+        s["integration"] = s["branch"] in integ
+    floor, avoidable = floor_steps(steps, changes_wide)
+    return wide, floor, avoidable
+
+
+def floor_rows(report: dict, wide: set[str], floor: list[dict], avoidable: list[dict],
+               wall: float):
+    """(table rows, total / floor, floor seconds): the stage totals, the
+    floor's builds and the avoidable ones of a run that took `wall`."""
+    rows = [(f"  stage {st}", f"{fmt_s(w)} wall, CPU {fmt_s(c)}, {k} kbuild steps")
+            for st, w, c, k in stage_totals(report.get("timing", []))]
+    rows.append(("wide headers (>= half of base's objects)",
+                 f"{len(wide)}: {', '.join(sorted(wide)[:6])}{' ...' if len(wide) > 6 else ''}"))
+    for s in floor:
+        rows.append((f"  floor {s['branch']} {s['what']}",
+                     f"{fmt_s(s['seconds'])}, {s['kbuild']} kbuild steps "
+                     f"{s['commit'][:12]}".rstrip()))
+    for s in avoidable:
+        rows.append((f"  AVOIDABLE {s['branch']} {s['what']}",
+                     f"{fmt_s(s['seconds'])}, {s['kbuild']} kbuild steps "
+                     f"{s['commit'][:12]}".rstrip()))
+    floor_s = sum(s["seconds"] for s in floor)
+    ratio = wall / floor_s if floor_s else float("inf")
+    rows.append(("floor: builds that had to compile nearly everything",
+                 f"{fmt_s(floor_s)} ({len(floor)} build(s)); total / floor = {ratio:.2f}"))
+    failed = [b["branch"] for b in report["branches"]
+              if any(s["status"] == "fail" for s in b["stages"])]
+    if failed:
+        rows.append(("branches that failed", ", ".join(failed)))
+    return rows, ratio, floor_s
+
+
+def analyse(out: Path, wall: float) -> bool:
+    """--analyse: the floor of a main job that already ran in the work
+    directory ($KTOPIC_WORKDIR or ~/.cache/ktopic), e.g. a newcomer's
+    first `make`, its out/ given, and its wall time measured outside."""
+    from ktopic.model.workdir import Workdir
+    report = json.loads((out / "report.json").read_text())
+    steps = json.loads((out / "steps.json").read_text())
+    wide, floor, avoidable = floor_of(report, steps, Workdir().root)
+    rows, ratio, floor_s = floor_rows(report, wide, floor, avoidable, wall)
+    table([("main job (measured outside)", fmt_s(wall)), *rows])
+    ok = verdict("main job", wall <= COLD_TARGET, f"{fmt_s(wall)} (target <= 45 min)")
+    ok &= verdict("main job / floor", ratio <= FLOOR_RATIO,
+                  f"{ratio:.2f} (target <= {FLOOR_RATIO}; floor {fmt_s(floor_s)})")
+    return ok
+
+
 # ------------------------------------------------------------------- run
 
 def _opts(argv: list[str] | None):
@@ -135,6 +209,11 @@ def _opts(argv: list[str] | None):
                    help="more `ktopic ci` options (e.g. --no-sanitizers)")
     p.add_argument("--keep", type=Path, default=None, metavar="DIR",
                    help="copy the cold run's out/ and the log to DIR")
+    p.add_argument("--analyse", type=Path, default=None, metavar="OUT",
+                   help="only the floor of a main job already run in the work directory "
+                        "(its out/ directory; with --wall)")
+    p.add_argument("--wall", type=float, default=0.0, metavar="SECONDS",
+                   help="with --analyse: the job's wall time, measured outside")
     p.add_argument("-j", "--jobs", type=int, default=int(env("KTOPIC_BENCH_MAINJOB_JOBS", "0")),
                    help="make -j (default: nproc)")
     return p.parse_args(argv or [])
@@ -162,6 +241,8 @@ def main_job(ktopic: list[str], ci_args: list[str], out: Path, log: Path):
 
 def run(repeat: int = 1, argv: list[str] | None = None) -> bool:
     o = _opts(argv)
+    if o.analyse:
+        return analyse(o.analyse, o.wall)
     names = [n.strip() for n in o.topics.split(",") if n.strip()]
     ci_args = [*names, *shlex.split(o.ci_options)] + (["-j", str(o.jobs)] if o.jobs else [])
     cores = os.cpu_count() or 1
@@ -179,25 +260,7 @@ def run(repeat: int = 1, argv: list[str] | None = None) -> bool:
             shutil.copyfile(log, o.keep / "bench.log")
         report = json.loads((tmp / "out" / "report.json").read_text())
         steps = json.loads((tmp / "out" / "steps.json").read_text())
-        git_dir = wd / "linux.git"
-        wide = wide_headers(wd / "build" / "base", wd / "src")
-        integ = {b["branch"] for b in report["branches"] if b.get("topic") == "integration"}
-        base_ref = "refs/heads/base"
-
-        def changes_wide(s: dict) -> bool:
-            if s["stage"] == "bisect builds" and s.get("commit"):
-                files = _git(git_dir, "diff-tree", "-r", "--no-commit-id", "--name-only",
-                             "--root", s["commit"]).split()
-            else:
-                head = next((b["head"] for b in report["branches"]
-                             if b["branch"] == s["branch"]), "")
-                files = _git(git_dir, "diff", "--name-only", base_ref, head).split() \
-                    if head else []
-            return bool(wide & set(files))
-        for s in steps:
-            s["integration"] = s["branch"] in integ
-        floor, avoidable = floor_steps(steps, changes_wide)
-        floor_s = sum(s["seconds"] for s in floor)
+        wide, floor, avoidable = floor_of(report, steps, wd)
 
         warm_runs = []
         for i in range(max(1, repeat)):
@@ -218,26 +281,8 @@ def run(repeat: int = 1, argv: list[str] | None = None) -> bool:
     rows += [(f"  warm {k}", m.text()) for k, m in warm_parts.items()]
     rows += [(f"  warm stage {st}", f"{fmt_s(w)} wall, CPU {fmt_s(c)}, {k} kbuild steps")
              for st, w, c, k in stage_totals(warm_report.get("timing", []))]
-    rows += [(f"  stage {st}", f"{fmt_s(w)} wall, CPU {fmt_s(c)}, {k} kbuild steps")
-             for st, w, c, k in stage_totals(report.get("timing", []))]
-    rows.append(("wide headers (>= half of base's objects)",
-                 f"{len(wide)}: {', '.join(sorted(wide)[:6])}{' ...' if len(wide) > 6 else ''}"))
-    for s in floor:
-        rows.append((f"  floor {s['branch']} {s['what']}",
-                     f"{fmt_s(s['seconds'])}, {s['kbuild']} kbuild steps "
-                     f"{s['commit'][:12]}".rstrip()))
-    for s in avoidable:
-        rows.append((f"  AVOIDABLE {s['branch']} {s['what']}",
-                     f"{fmt_s(s['seconds'])}, {s['kbuild']} kbuild steps "
-                     f"{s['commit'][:12]}".rstrip()))
-    ratio = cold.wall / floor_s if floor_s else float("inf")
-    rows.append(("floor: builds that had to compile nearly everything",
-                 f"{fmt_s(floor_s)} ({len(floor)} build(s)); total / floor = {ratio:.2f}"))
-    failed = [b["branch"] for b in report["branches"]
-              if any(s["status"] == "fail" for s in b["stages"])]
-    if failed:
-        rows.append(("branches that failed (cold run)", ", ".join(failed)))
-    table(rows)
+    frows, ratio, floor_s = floor_rows(report, wide, floor, avoidable, cold.wall)
+    table(rows + frows)
     ok = verdict("cold main job", cold.wall <= COLD_TARGET,
                  f"{fmt_s(cold.wall)} (target <= 45 min; CPU / {cores} = "
                  f"{fmt_s(cold.cpu / cores)}; load {cold.loadtext()})")
