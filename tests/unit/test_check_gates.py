@@ -449,12 +449,9 @@ def test_a_c_file_included_by_another_is_not_compiled_alone(tmp_path):
     assert not new_warnings.included_only(tmp_path, "lib/fresh.c")      # in no object yet
 
 
-def test_the_warnings_pass_leaves_the_build_directory_as_it_was(tmp_path, monkeypatch):
-    """W=1/sparse compiles the changed objects for real (they are moved
-    aside first), then puts the normal ones back with their mtimes: the
-    build right after the walk has nothing to compile or link again."""
-    from ktopic.kernel import build as buildmod
-    from ktopic.kernel import kconfig
+def _one_commit_topic(tmp_path):
+    """A work directory on a repository whose topic x adds a line to
+    lib/a.c in one commit: (wd, plan)."""
     src = tmp_path / "repo"
     (src / "lib").mkdir(parents=True)
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e.org",
@@ -472,8 +469,18 @@ def test_the_warnings_pass_leaves_the_build_directory_as_it_was(tmp_path, monkey
     git("commit", "-qam", "head")
     wd = _WD(tmp_path / "work")
     wd.git_dir = src / ".git"
-    plan = bisectable.Plan("x", "topic/x", start=start, head=git("rev-parse", "HEAD"),
-                           commits=[(git("rev-parse", "HEAD"), "head")], build_name="topic_x")
+    head = git("rev-parse", "HEAD")
+    return wd, bisectable.Plan("x", "topic/x", start=start, head=head,
+                               commits=[(head, "head")], build_name="topic_x")
+
+
+def test_the_warnings_pass_leaves_the_build_directory_as_it_was(tmp_path, monkeypatch):
+    """W=1/sparse compiles the changed objects for real (they are moved
+    aside first), then puts the normal ones back with their mtimes: the
+    build right after the walk has nothing to compile or link again."""
+    from ktopic.kernel import build as buildmod
+    from ktopic.kernel import kconfig
+    wd, plan = _one_commit_topic(tmp_path)
     out = wd.build_dir("topic_x")
     (out / "lib").mkdir(parents=True)
     (out / ".config").write_text("CONFIG_A=y\n")
@@ -516,25 +523,7 @@ def test_the_warnings_pass_at_a_new_directory_configures_its_seed(tmp_path, monk
     from ktopic.gates import new_warnings
     from ktopic.kernel import build as buildmod
     from ktopic.kernel import kconfig
-    src = tmp_path / "repo"
-    (src / "lib").mkdir(parents=True)
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e.org",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e.org")
-
-    def git(*a):
-        return subprocess.run(["git", "-C", str(src), *a], check=True, env=env,
-                              capture_output=True, text=True).stdout.strip()
-    git("init", "-q")
-    (src / "lib/a.c").write_text("int a;\n")
-    git("add", "-A")
-    git("commit", "-qm", "start")
-    start = git("rev-parse", "HEAD")
-    (src / "lib/a.c").write_text("int a;\nint b;\n")
-    git("commit", "-qam", "head")
-    wd = _WD(tmp_path / "work")
-    wd.git_dir = src / ".git"
-    plan = bisectable.Plan("x", "topic/x", start=start, head=git("rev-parse", "HEAD"),
-                           commits=[(git("rev-parse", "HEAD"), "head")], build_name="topic_x")
+    wd, plan = _one_commit_topic(tmp_path)
     seed = wd.build_dir("base")
     (seed / "arch/x86/boot").mkdir(parents=True)
     (seed / "arch/x86/boot/bzImage").write_text("kernel")
@@ -562,4 +551,4 @@ def test_the_warnings_pass_at_a_new_directory_configures_its_seed(tmp_path, monk
     (seed / "arch/x86/boot/bzImage").unlink()                   # no finished seed
     shutil.rmtree(out)
     new_warnings.collect(plan, wd, at="start")
-    assert built == [start]
+    assert built == [plan.start]
