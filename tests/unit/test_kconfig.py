@@ -129,3 +129,16 @@ def test_configure_keeps_a_config_whose_inputs_are_unchanged(tmp_path):
     (src / "Kconfig").write_text("config A\n\tbool \"B\"\n")  # not committed
     assert configure() == 6
     assert configure() == 7
+
+
+def test_a_tree_inside_another_repository_is_always_configured(tmp_path):
+    """git answers for the repository around a plain directory: its HEAD
+    says nothing of the tree, so no key."""
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e.org",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e.org")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "Kconfig").write_text("config A\n\tbool\n")
+    for cmd in (["add", "-A"], ["commit", "-qm", "outer"]):
+        subprocess.run(["git", "-C", str(tmp_path), *cmd], check=True, env=env)
+    assert kconfig.inputs_key(tmp_path / "src", b"CONFIG_A=y\n", [], dict(os.environ)) == ""

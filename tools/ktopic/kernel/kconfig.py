@@ -200,6 +200,9 @@ def inputs_key(src: Path, merged: bytes, make_args: list[str], env: dict[str, st
         except OSError:
             return None
         return p.stdout if p.returncode == 0 else None
+    top = run("git", "-C", str(src), "rev-parse", "--show-toplevel")
+    if top is None or Path(top.strip()).resolve() != Path(src).resolve():
+        return ""                    # not a worktree of its own (inside another one?)
     tree = run("git", "-C", str(src), "ls-tree", "-r", "--full-tree", "HEAD")
     if tree is None:
         return ""
