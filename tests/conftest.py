@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -157,7 +158,15 @@ def kernel_files(request, tmp_path_factory) -> Path:
 @pytest.fixture
 def ktopic(capsys):
     def run(*args: str) -> Run:
-        status = cli.main([str(a) for a in args])
+        # main() takes SIGINT and SIGTERM for its own cleanup; in this
+        # process they belong to pytest again once the command is done,
+        # so a Ctrl-C between commands stops the session, not one command.
+        held = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            status = cli.main([str(a) for a in args])
+        finally:
+            for s, h in held.items():
+                signal.signal(s, h)
         cap = capsys.readouterr()
         return Run(status, cap.out, cap.err)
     return run
