@@ -49,6 +49,12 @@ def test_mutate_reports_the_planted_survivor(tmp_path):
     assert got["0001-wake-up-lifo"]["status"] == "caught", got
     assert got["0001-wake-up-lifo"]["named_failed"], got      # by closure_test_wait_fifo
     assert got["0002-planted-survivor"]["status"] == "survived", got
+    # The caught mutant's boot ended at its Caught-by case's failure; the
+    # survivor's ran to the end.
+    logs = out / "mutants"
+    caught = (logs / got["0001-wake-up-lifo"]["log"]).read_text().rstrip().splitlines()
+    assert caught[-1].endswith(" closure_test_wait_fifo") and "not ok" in caught[-1], caught[-3:]
+    assert "ktopic-init: done" in (logs / got["0002-planted-survivor"]["log"]).read_text()
     assert 'failures="1"' in (out / "mutants" / "junit.xml").read_text()
     assert "Mutation gate" in (out / "index.html").read_text()
     # No ref moved.

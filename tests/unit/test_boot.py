@@ -4,6 +4,7 @@ time-out, and that no process outlives a boot."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -203,3 +204,21 @@ def test_qemu_dies_with_a_killed_ktopic(tmp_path):
     runner.kill()
     runner.wait()
     assert gone(qpid)
+
+
+def test_stop_at_ends_the_run_at_the_deciding_line(tmp_path, monkeypatch):
+    """The first console line that matches stop_at ends the run, even when
+    it arrives in two pieces, and the console ends with it: the rest of its
+    piece, the guest's minute of sleep and its done mark are neither waited
+    for nor recorded, and nothing outlives the run.  A line that only
+    begins like it does not stop anything."""
+    r = run(tmp_path, monkeypatch,
+            "echo '[    1.2]     not ok 1 the_case_two'; printf '[    1.5]     not ok 2 the_'\n"
+            "sleep 0.3; printf 'case\\r\\n    KTAP after it\\n'; sleep 60\n"
+            "echo 'ktopic-init: done'\n",
+            timeout=120, silence=100, stop_at=re.compile(rb"not ok \d+ the_case(?:\s|$)"))
+    assert r.status == "stopped", r
+    assert r.message == "stopped at: [    1.5]     not ok 2 the_case"
+    assert r.seconds < 50           # the guest sleeps 60 s: not waited for
+    assert r.console.read_bytes().endswith(b"     not ok 2 the_case\r\n")
+    no_leftovers(tmp_path)

@@ -120,3 +120,17 @@ def test_parser_output_is_silent(parser, capsys):
     parse(parser, "synth-ktap-documents.log")
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""
+
+
+def test_a_boot_cut_at_its_deciding_line(parser):
+    """A mutant's boot ends at its Caught-by case's "not ok" line (here
+    six_lock.six_test_trylock, whose first parameter failed).  Cut short,
+    that case is the one finding: not the suite it interrupted, nor the
+    cases and the test program it never reached."""
+    r, text = parse(parser, "real-six-cut-at-caught-by.log")
+    full = [(f.kind, f.message) for f in ktap.check(r, text, ["six_lock"], ["locktorture_six"])]
+    cut = [(f.kind, f.message) for f in ktap.check(r, text, ["six_lock"], ["locktorture_six"],
+                                                   cut_short=True)]
+    assert cut == [("failed_case", "six_lock.six_test_trylock failed")], cut
+    assert ("missing_suite", "test program locktorture_six did not run") in full, full
+    assert len(full) > len(cut), full

@@ -159,7 +159,7 @@ class FakeRunner:
     def _build_outputs(self, t, res):
         pass
 
-    def _boot_and_test(self, t, br, res):
+    def _boot_and_test(self, t, br, res, stop_at=None):
         text = git(self.git_dir.parent, "show", f"{t.commit}:lib/f.c")
         if self.fail_on in text:
             br.suites = [R.SuiteResult("suite_a", R.FAIL, [R.CaseResult("case_f", R.FAIL)])]
@@ -208,6 +208,49 @@ def test_run_mutant_caught_survived_and_cached(tmp_path, monkeypatch):
                                  MUTANT.replace("return 1", "return 9")), "a")
     r3 = M.run_mutant(runner, t, stale, cache, True)
     assert r3.status == R.INVALID and "does not apply" in r3.summary and not r3.ok
+
+
+def test_stop_line_is_the_caught_by_not_ok():
+    """The console line that decides a mutant: its case's (or its suite's
+    or program's) KTAP "not ok", with or without the printk time stamp."""
+    case = M.stop_line("six_lock.six_test_trylock")
+    assert case.search(b"[    1.383600]     not ok 1 six_test_trylock")
+    assert case.search(b"    not ok 12 six_test_trylock # crashed")
+    assert not case.search(b"[    1.383600]     ok 1 six_test_trylock")
+    assert not case.search(b"        not ok 1 six_test_trylock_percpu")
+    assert not case.search(b"    # six_test_trylock: EXPECTATION FAILED: not ok 1 six_test_trylock")
+    assert M.stop_line("closures").search(b"not ok 3 closures")
+
+
+def test_a_mutant_boot_stops_at_its_caught_by_failure(tmp_path, monkeypatch):
+    """The boot ends at the Caught-by case's failure, and that decides the
+    mutant.  A stop on a namesake (a case of that name in another suite)
+    decides nothing: the mutant boots again, to the end."""
+    from ktopic.kernel import boot as bootmod
+    repo, head = one_commit_repo(tmp_path)
+    monkeypatch.setattr(buildmod, "build", lambda root, git_dir, req: buildmod.BuildResult(
+        name=req.name, ok=True, out=root / "build" / req.name))
+    runner = FakeRunner(tmp_path, repo, fail_on="no such text")
+    boots = []
+
+    def boot_and_test(t, br, res, stop_at=None):
+        boots.append(stop_at)
+        suite = failing_suite if stop_at is not None else "suite_a"
+        br.suites = [R.SuiteResult(suite, R.CRASH, [R.CaseResult("case_f", R.FAIL)])]
+        br.stages.append(R.StageResult("test", R.FAIL, 0.0, "1 failed"))
+        return bootmod.BootResult("stopped" if stop_at else "done", 1.0, tmp_path / "c", "q")
+    runner._boot_and_test = boot_and_test
+    t = T.Target(T.BranchSpec("topic", "a", "topic/a"), [], commit=head,
+                 tree=git(repo, "rev-parse", "HEAD^{tree}"), key="k1")
+    m = M.parse_mutant(write(tmp_path / "m" / "a" / "0001-c.patch", MUTANT), "a")
+    failing_suite = "suite_a"
+    r = M.run_mutant(runner, t, m, tmp_path / "cache", False)
+    assert r.status == R.CAUGHT and r.named_failed and len(boots) == 1, (r, boots)
+    assert boots[0].search(b"    not ok 1 case_f")
+    failing_suite = "suite_b"
+    r = M.run_mutant(runner, t, m, tmp_path / "cache", False)
+    assert boots[1:] == [boots[0], None], boots
+    assert r.status == R.CAUGHT and r.named_failed, r
 
 
 def test_mutants_in_the_report(tmp_path):
@@ -394,7 +437,7 @@ def test_a_mutant_caught_beside_a_time_out_is_kept_one_caught_by_it_alone_is_not
     monkeypatch.setattr(buildmod, "build", fake_build)
     runner = FakeRunner(tmp_path, repo, fail_on="no such text")
     findings = []
-    runner._boot_and_test = lambda t, br, res: br.findings.extend(
+    runner._boot_and_test = lambda t, br, res, stop_at=None: br.findings.extend(
         R.Finding(k, k) for k in findings)
     t = T.Target(T.BranchSpec("topic", "a", "topic/a"), [], commit=head,
                  tree=git(repo, "rev-parse", "HEAD^{tree}"), key="k1")

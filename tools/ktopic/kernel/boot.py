@@ -8,7 +8,8 @@
   whole run is recorded and scanned, and one run reports every splat.
 - The run ends when the guest powers off after "ktopic-init: done", when
   QEMU exits (panic, triple fault), when the console is silent for too long,
-  or at the overall time-out.  Time-outs are given in "reference seconds"
+  at the overall time-out, or at the first console line that matches the
+  request's stop_at (a line that already decides what the run was for).  Time-outs are given in "reference seconds"
   and scaled by the measured speed of this machine (speed_factor()).
 - QEMU runs in its own process group, which is killed on every way out
   (normal end, time-out, exception, SIGINT/SIGTERM, interpreter exit).
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import selectors
 import shlex
 import signal
@@ -118,11 +120,12 @@ class BootRequest:
     silence: float = 30.0            # max seconds without console output (scaled)
     grace: float = 10.0              # after "done", seconds to wait for power-off
     qemu_args: tuple[str, ...] = ()  # appended to the command (benchmarks: -icount)
+    stop_at: re.Pattern[bytes] | None = None   # a console line that ends the run
 
 
 @dataclass
 class BootResult:
-    status: str                      # done | exited | silence | timeout | error
+    status: str                      # done | exited | silence | timeout | stopped | error
     seconds: float
     console: Path
     command: str                     # the QEMU command line (reproduce with it)
@@ -174,6 +177,22 @@ class _SignalsToExit:
         return False
 
 
+def _stop_line(stop_at: re.Pattern[bytes] | None, partial: bytes,
+               chunk: bytes) -> tuple[bytes | None, int]:
+    """The first line completed by chunk (after partial, the unfinished
+    line before it) that matches stop_at, and how much of chunk goes to the
+    console: up to that line's end, else all of it."""
+    if stop_at is None:
+        return None, len(chunk)
+    end = -len(partial)
+    for line in (partial + chunk).split(b"\n")[:-1]:
+        end += len(line) + 1
+        line = line.rstrip(b"\r")
+        if stop_at.search(line):
+            return line, end
+    return None, len(chunk)
+
+
 def boot(req: BootRequest) -> BootResult:
     import subprocess
 
@@ -203,6 +222,7 @@ def boot(req: BootRequest) -> BootResult:
         sel = selectors.DefaultSelector()
         sel.register(p.stdout, selectors.EVENT_READ)
         tail = b""
+        partial = b""                # the console's last, unfinished line
         last = t0
         done_at = None
         try:
@@ -234,9 +254,16 @@ def boot(req: BootRequest) -> BootResult:
                     if status == "exited":
                         message = f"QEMU exited (status {rc}) before ktopic-init: done"
                     break
-                log.write(chunk)
+                # The console ends with the line that stops the run.
+                stop, upto = _stop_line(req.stop_at, partial, chunk)
+                partial = (partial + chunk).rsplit(b"\n", 1)[-1][-4096:] if req.stop_at else b""
+                log.write(chunk[:upto])
                 log.flush()
                 last = time.monotonic()
+                if stop is not None:
+                    status = "stopped"
+                    message = "stopped at: " + stop.decode(errors="replace")
+                    break
                 if done_at is None:
                     tail = (tail + chunk)[-4096:]
                     if DONE_MARK in tail:

@@ -20,6 +20,11 @@ or does not build is "invalid" (it no longer tests anything): like a
 survivor, it fails the gate.  So does every mutant of a branch whose own
 tests fail (a failure then proves nothing).
 
+The boot ends at the Caught-by test's first "not ok" line: that line
+decides the mutant (caught, by the test named), and the rest of the run
+would only add time; a mutant whose Caught-by test passes boots to the end,
+where any other failure still catches it.
+
 Results are cached under <workdir>/results/mutants/ by content: the
 mutant file, the branch's result key (tree, config, qemu inputs, tool);
 not a result that rests on a time-out (it may be the machine's load).
@@ -111,6 +116,13 @@ def mutant_commit(git_dir: Path, head: str, m: Mutant) -> str:
                  env=cenv).strip()
 
 
+def stop_line(caught_by: str) -> re.Pattern[bytes]:
+    """The console line that decides a mutant: the KTAP "not ok" of its
+    Caught-by case (suite.case), suite or program (name)."""
+    name = caught_by.rsplit(".", 1)[-1].encode()
+    return re.compile(rb"^(?:\[[ \d.]+\] )?\s*not ok \d+ " + re.escape(name) + rb"(?:\s|$)")
+
+
 def mutant_key(m: Mutant, t: Target) -> str:
     return stampcache.key(MUTATE_VERSION, m.path.read_bytes(), t.key, t.tree,
                           Path(__file__).read_bytes(), length=24)
@@ -175,7 +187,12 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool,
         res.summary = f"does not build: {b.error}"
         return _store(res, store, key, t0)
     runner._build_outputs(mt, b)
-    runner._boot_and_test(mt, br, b)
+    booted = runner._boot_and_test(mt, br, b, stop_at=stop_line(m.caught_by))
+    if booted is not None and booted.status == "stopped" and \
+            not named_failed(m.caught_by, br):
+        # A namesake in another suite failed: only the whole run decides.
+        br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
+        runner._boot_and_test(mt, br, b)
     if t.expect and br.ok:
         runner._expectations(mt, br, b)
     runner._mark_in_base(mt, br)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -343,7 +344,12 @@ class Runner:
         return {"config": self.rel(self.out(t) / "config"), "build_dir": str(res.out),
                 "toolchain": "; ".join(f"{v}" for v in res.toolchain.values())}
 
-    def _boot_and_test(self, t: Target, br: R.BranchResult, res: buildmod.BuildResult) -> None:
+    def _boot_and_test(self, t: Target, br: R.BranchResult, res: buildmod.BuildResult,
+                       stop_at: re.Pattern[bytes] | None = None) -> bootmod.BootResult | None:
+        """Boot t's kernel with its tests and parse their KTAP; the boot's
+        result, None when there was nothing to boot.  stop_at: a console line
+        that decides the run (a mutant's Caught-by failure); the boot ends
+        there, and what had not run by then is no finding."""
         br.repro.update(self._repro(t, res))
         if res.config:
             br.repro["config_sha"] = res.config.config_hash
@@ -360,16 +366,18 @@ class Runner:
             br.stages.append(R.StageResult("test", SKIP, 0.0, "not booted"))
             br.findings.append(R.Finding("build", msg, 0, str(e).splitlines()))
             self.note(t, "boot", FAIL, msg)
-            return
+            return None
         br.repro["initramfs"] = f"sha256:{ir.sha256} ({ir.path})"
         accel = self.host.accel()[0]
         self.note(t, "boot", "running")
         b, text, findings = self.guest(t, res.bzimage, ir.path, d / "console.log", t.cmdline,
-                                       br.repro)
+                                       br.repro, stop_at)
         br.findings.extend(findings)
         boot_bad = [f for f in findings]
         summary = f"{b.seconds:.1f}s {accel}" if not boot_bad else \
             f"{boot_bad[0].kind}: {boot_bad[0].message}"[:120]
+        if b.status == "stopped":
+            summary = f"{summary}; {b.message}"[:200]
         br.stages.append(R.StageResult("boot", FAIL if boot_bad else PASS, b.seconds, summary,
                                        self.rel(d / "console.log")))
         self.note(t, "boot", FAIL if boot_bad else PASS, summary)
@@ -382,7 +390,7 @@ class Runner:
         parser = ktap.load_parser(pdir)
         kr = ktap.parse_console(text, parser)
         br.suites = kr.suites
-        tf = ktap.check(kr, text, t.kunit, t.programs)
+        tf = ktap.check(kr, text, t.kunit, t.programs, cut_short=b.status == "stopped")
         br.findings.extend(tf)
         ncases = sum(len(s.cases) for s in kr.suites)
         nbad = sum(1 for s in kr.suites for c in s.cases if c.status in (FAIL, R.CRASH))
@@ -392,9 +400,10 @@ class Runner:
         br.stages.append(R.StageResult("test", FAIL if tf else PASS, time.monotonic() - t1,
                                        summary, self.rel(d / "console.log")))
         self.note(t, "test", FAIL if tf else PASS, summary)
+        return b
 
     def guest(self, t: Target, kernel: Path, initrd: Path, console: Path, cmdline: str,
-              repro: dict | None = None):
+              repro: dict | None = None, stop_at: re.Pattern[bytes] | None = None):
         """Boot one guest of target t and scan its console: (BootResult, text, findings)."""
         accel, why = self.host.accel()
         scale = self.host.factor() * VARIANT_SLOWDOWN.get(t.variant, 1.0)
@@ -402,7 +411,7 @@ class Runner:
         req = bootmod.BootRequest(kernel=kernel, initrd=initrd, console=console,
                                   cmdline=cmdline, smp=smp, memory=self.opts.memory,
                                   accel=accel, timeout=self.opts.timeout * scale,
-                                  silence=self.opts.silence * scale)
+                                  silence=self.opts.silence * scale, stop_at=stop_at)
         b = bootmod.boot(req)
         if repro is not None:
             repro["qemu"] = b.command
