@@ -450,3 +450,32 @@ def test_a_mutant_caught_beside_a_time_out_is_kept_one_caught_by_it_alone_is_not
     first = M.run_mutant(runner, t, m, tmp_path / "cache", True)
     again = M.run_mutant(runner, t, m, tmp_path / "cache", True)
     assert first.status == again.status == R.CAUGHT and again.cached and len(built) == 3
+
+
+def test_the_cases_a_time_out_cut_off_are_no_other_failure(tmp_path, monkeypatch,
+                                                           kernel_files):
+    """A guest that goes silent inside a suite (recorded: fs's mutant 0002
+    when its case still livelocked) leaves that suite's later cases
+    unreported.  The time-out did that: the result is not kept."""
+    from ktopic.kernel import ktap
+    parser = ktap.load_parser(kernel_files / "tools/testing/kunit")
+    text = (REPO / "tests/data/consoles/real-fs-livelock.log").read_text()
+    found = [R.Finding("silence", "no console output for 30s")] + ktap.check(
+        ktap.parse_console(text, parser), text, ["insert_inode_locked2", "d_mark_tmpfile"],
+        ["fs_tmpfile"])
+    assert "unreported_case" in {f.kind for f in found}, found
+    repo, head = one_commit_repo(tmp_path)
+    built = []
+
+    def fake_build(root, git_dir, req):
+        built.append(req.commit)
+        return buildmod.BuildResult(name=req.name, ok=True, out=root / "build" / req.name)
+    monkeypatch.setattr(buildmod, "build", fake_build)
+    runner = FakeRunner(tmp_path, repo, fail_on="no such text")
+    runner._boot_and_test = lambda t, br, res, stop_at=None: br.findings.extend(found)
+    t = T.Target(T.BranchSpec("topic", "a", "topic/a"), [], commit=head,
+                 tree=git(repo, "rev-parse", "HEAD^{tree}"), key="k1")
+    m = M.parse_mutant(write(tmp_path / "m" / "a" / "0001-c.patch", MUTANT), "a")
+    for _ in range(2):
+        assert M.run_mutant(runner, t, m, tmp_path / "cache", True).status == R.CAUGHT
+    assert len(built) == 2

@@ -250,7 +250,7 @@ def check(res: KtapResult, console_text: str, expect_suites: list[str],
                                     ln, [lines[ln - 1]] if ln else []))
         missing = [c for c in bad if c.name.startswith("<missing")]
         if missing:
-            findings.append(Finding("failed_case", f"{s.name}: {len(missing)} case(s) never "
+            findings.append(Finding("unreported_case", f"{s.name}: {len(missing)} case(s) never "
                                     "reported (crashed or cut short)"))
         for c in bad:
             if c in missing:

@@ -47,7 +47,9 @@ class Finding:
                                      # list_corruption, refcount, debug_objects,
                                      # reboot, init (a module or program of /init
                                      # failed), smp (fewer CPUs than asked for),
-                                     # missing_suite, failed_case, silence, timeout,
+                                     # missing_suite, failed_case, unreported_case
+                                     # (cases a crash or a time-out cut off),
+                                     # silence, timeout,
                                      # incomplete (QEMU exited before the end),
                                      # qemu (QEMU could not run), build
                                      # (docs/ci.md has the list)

@@ -49,9 +49,10 @@ from ktopic.plumbing.gitutil import Git
 
 MUTATE_VERSION = "1"
 # Findings a loaded machine can cause, and those a guest cut short by one
-# gives (a suite that had not run yet, no "done").
+# gives (a suite that had not run yet, the cases of the one it was in, no
+# "done").
 LOAD_KINDS = {"timeout", "silence", "qemu"}
-KILLED_KINDS = {"missing_suite", "incomplete"}
+KILLED_KINDS = {"missing_suite", "unreported_case", "incomplete"}
 _NAME = re.compile(r"^\d{4}-[A-Za-z0-9._+-]+\.patch$")
 
 

@@ -61,7 +61,7 @@ from ktopic.runner.options import Options
 
 CI_STAGES = ("generate", "check", "build", "boot", "test", "expect")
 # Findings that make the boot stage fail (the rest belong to the test stage).
-TEST_KINDS = {"missing_suite", "failed_case"}
+TEST_KINDS = {"missing_suite", "failed_case", "unreported_case"}
 # A branch's files in out/<branch-dir>/ (and in its cached result), besides
 # one expect-<name>.log per expectation boot.
 OUTPUTS = ("console.log", "build.log", "config")
