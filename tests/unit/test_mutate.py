@@ -222,15 +222,29 @@ def test_stop_line_is_the_caught_by_not_ok():
     assert M.stop_line("closures").search(b"not ok 3 closures")
 
 
+def one_mutant(tmp_path, monkeypatch, boot_and_test):
+    """A FakeRunner that boots with boot_and_test, the one-commit topic a,
+    its mutant 0001-c, and the commits built (each build succeeds at once)."""
+    repo, head = one_commit_repo(tmp_path)
+    built = []
+
+    def fake_build(root, git_dir, req):
+        built.append(req.commit)
+        return buildmod.BuildResult(name=req.name, ok=True, out=root / "build" / req.name)
+    monkeypatch.setattr(buildmod, "build", fake_build)
+    runner = FakeRunner(tmp_path, repo, fail_on="no such text")
+    runner._boot_and_test = boot_and_test
+    t = T.Target(T.BranchSpec("topic", "a", "topic/a"), [], commit=head,
+                 tree=git(repo, "rev-parse", "HEAD^{tree}"), key="k1")
+    m = M.parse_mutant(write(tmp_path / "m" / "a" / "0001-c.patch", MUTANT), "a")
+    return runner, t, m, built
+
+
 def test_a_mutant_boot_stops_at_its_caught_by_failure(tmp_path, monkeypatch):
     """The boot ends at the Caught-by case's failure, and that decides the
     mutant.  A stop on a namesake (a case of that name in another suite)
     decides nothing: the mutant boots again, to the end."""
     from ktopic.kernel import boot as bootmod
-    repo, head = one_commit_repo(tmp_path)
-    monkeypatch.setattr(buildmod, "build", lambda root, git_dir, req: buildmod.BuildResult(
-        name=req.name, ok=True, out=root / "build" / req.name))
-    runner = FakeRunner(tmp_path, repo, fail_on="no such text")
     boots = []
 
     def boot_and_test(t, br, res, stop_at=None):
@@ -239,10 +253,7 @@ def test_a_mutant_boot_stops_at_its_caught_by_failure(tmp_path, monkeypatch):
         br.suites = [R.SuiteResult(suite, R.CRASH, [R.CaseResult("case_f", R.FAIL)])]
         br.stages.append(R.StageResult("test", R.FAIL, 0.0, "1 failed"))
         return bootmod.BootResult("stopped" if stop_at else "done", 1.0, tmp_path / "c", "q")
-    runner._boot_and_test = boot_and_test
-    t = T.Target(T.BranchSpec("topic", "a", "topic/a"), [], commit=head,
-                 tree=git(repo, "rev-parse", "HEAD^{tree}"), key="k1")
-    m = M.parse_mutant(write(tmp_path / "m" / "a" / "0001-c.patch", MUTANT), "a")
+    runner, t, m, _ = one_mutant(tmp_path, monkeypatch, boot_and_test)
     failing_suite = "suite_a"
     r = M.run_mutant(runner, t, m, tmp_path / "cache", False)
     assert r.status == R.CAUGHT and r.named_failed and len(boots) == 1, (r, boots)
@@ -428,20 +439,10 @@ def test_a_mutant_caught_beside_a_time_out_is_kept_one_caught_by_it_alone_is_not
     """A mutant that hangs the guest after a WARNING is caught whatever the
     machine's load: kept.  One whose only failures are the time-out (and
     the suites it cut short) may be the load's: run again next time."""
-    repo, head = one_commit_repo(tmp_path)
-    built = []
-
-    def fake_build(root, git_dir, req):
-        built.append(req.commit)
-        return buildmod.BuildResult(name=req.name, ok=True, out=root / "build" / req.name)
-    monkeypatch.setattr(buildmod, "build", fake_build)
-    runner = FakeRunner(tmp_path, repo, fail_on="no such text")
     findings = []
-    runner._boot_and_test = lambda t, br, res, stop_at=None: br.findings.extend(
-        R.Finding(k, k) for k in findings)
-    t = T.Target(T.BranchSpec("topic", "a", "topic/a"), [], commit=head,
-                 tree=git(repo, "rev-parse", "HEAD^{tree}"), key="k1")
-    m = M.parse_mutant(write(tmp_path / "m" / "a" / "0001-c.patch", MUTANT), "a")
+    runner, t, m, built = one_mutant(
+        tmp_path, monkeypatch, lambda t, br, res, stop_at=None: br.findings.extend(
+            R.Finding(k, k) for k in findings))
     findings[:] = ["silence", "missing_suite", "incomplete"]
     for _ in range(2):
         assert M.run_mutant(runner, t, m, tmp_path / "cache", True).status == R.CAUGHT
@@ -464,18 +465,8 @@ def test_the_cases_a_time_out_cut_off_are_no_other_failure(tmp_path, monkeypatch
         ktap.parse_console(text, parser), text, ["insert_inode_locked2", "d_mark_tmpfile"],
         ["fs_tmpfile"])
     assert "unreported_case" in {f.kind for f in found}, found
-    repo, head = one_commit_repo(tmp_path)
-    built = []
-
-    def fake_build(root, git_dir, req):
-        built.append(req.commit)
-        return buildmod.BuildResult(name=req.name, ok=True, out=root / "build" / req.name)
-    monkeypatch.setattr(buildmod, "build", fake_build)
-    runner = FakeRunner(tmp_path, repo, fail_on="no such text")
-    runner._boot_and_test = lambda t, br, res, stop_at=None: br.findings.extend(found)
-    t = T.Target(T.BranchSpec("topic", "a", "topic/a"), [], commit=head,
-                 tree=git(repo, "rev-parse", "HEAD^{tree}"), key="k1")
-    m = M.parse_mutant(write(tmp_path / "m" / "a" / "0001-c.patch", MUTANT), "a")
+    runner, t, m, built = one_mutant(
+        tmp_path, monkeypatch, lambda t, br, res, stop_at=None: br.findings.extend(found))
     for _ in range(2):
         assert M.run_mutant(runner, t, m, tmp_path / "cache", True).status == R.CAUGHT
     assert len(built) == 2
