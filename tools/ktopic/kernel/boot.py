@@ -9,8 +9,9 @@
 - The run ends when the guest powers off after "ktopic-init: done", when
   QEMU exits (panic, triple fault), when the console is silent for too long,
   at the overall time-out, or at the first console line that matches the
-  request's stop_at (a line that already decides what the run was for).  Time-outs are given in "reference seconds"
-  and scaled by the measured speed of this machine (speed_factor()).
+  request's stop_at (a line that already decides what the run was for).
+  Time-outs are given in "reference seconds" and scaled by the measured
+  speed of this machine (speed_factor()).
 - QEMU runs in its own process group, which is killed on every way out
   (normal end, time-out, exception, SIGINT/SIGTERM, interpreter exit).
 - The serial console is written to the given console.log as it arrives.
