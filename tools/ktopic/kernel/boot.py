@@ -179,19 +179,21 @@ class _SignalsToExit:
 
 
 def _stop_line(stop_at: re.Pattern[bytes] | None, partial: bytes,
-               chunk: bytes) -> tuple[bytes | None, int]:
+               chunk: bytes) -> tuple[bytes | None, int, bytes]:
     """The first line completed by chunk (after partial, the unfinished
-    line before it) that matches stop_at, and how much of chunk goes to the
-    console: up to that line's end, else all of it."""
+    line before it) that matches stop_at; how much of chunk goes to the
+    console: up to that line's end, else all of it; and the unfinished
+    line the next chunk continues (its last 4 KiB)."""
     if stop_at is None:
-        return None, len(chunk)
+        return None, len(chunk), b""
+    *lines, rest = (partial + chunk).split(b"\n")
     end = -len(partial)
-    for line in (partial + chunk).split(b"\n")[:-1]:
+    for line in lines:
         end += len(line) + 1
         line = line.rstrip(b"\r")
         if stop_at.search(line):
-            return line, end
-    return None, len(chunk)
+            return line, end, b""
+    return None, len(chunk), rest[-4096:]
 
 
 def boot(req: BootRequest) -> BootResult:
@@ -256,8 +258,7 @@ def boot(req: BootRequest) -> BootResult:
                         message = f"QEMU exited (status {rc}) before ktopic-init: done"
                     break
                 # The console ends with the line that stops the run.
-                stop, upto = _stop_line(req.stop_at, partial, chunk)
-                partial = (partial + chunk).rsplit(b"\n", 1)[-1][-4096:] if req.stop_at else b""
+                stop, upto, partial = _stop_line(req.stop_at, partial, chunk)
                 log.write(chunk[:upto])
                 log.flush()
                 last = time.monotonic()
