@@ -63,6 +63,17 @@ CASES = [
     ("waiver-blank-reason", "      - 0001-lib-names-rename.patch\n",
      "      - file: 0001-lib-names-rename.patch\n        waivers:\n          - {type: LONG_LINE, reason: '            '}\n",
      "          - {type: LONG_LINE", "waiver LONG_LINE of 0001-lib-names-rename.patch needs a reason"),
+    # An alias inside the value its anchor names never ends expanding.
+    ("recursive-alias", "version: 1\n", "version: 1\nx: &a [*a]\n",
+     "x: &a", "alias *a is inside the value &a names (a recursive alias)"),
+    ("recursive-alias-mapping", "version: 1\n", "version: 1\nx: &a {k: *a}\n",
+     "x: &a", "(a recursive alias)"),
+    # A NUL (YAML's "\0") in a path: no file can be named so.
+    ("nul-in-patch", "      - 0001-lib-names-rename.patch\n", '      - "0001\\0.patch"\n',
+     '      - "0001', "topics.names.patches.0: '0001\\0.patch' holds a NUL character"),
+    ("nul-in-config", "    description: counter changes\n",
+     '    description: counter changes\n    config: "qemu/x\\0y"\n',
+     "    config:", "topics.counters.config: 'qemu/x\\0y' holds a NUL character"),
 ]
 
 

@@ -301,6 +301,7 @@ def load(path: Path | str, root: Path | None = None,
     if not isinstance(data, dict):
         raise KtopicError("the manifest must be a mapping of keys (version, series, base, topics, integration)",
                           name, getattr(data, "line", 1))
+    _no_nul(data, name)
     # Keyed by this file too: a stamp means "every check of this code passed".
     stamps = stampcache.Store((Path(workdir).expanduser() if workdir else default_root()) / "validated",
                               "{key}")
@@ -318,6 +319,28 @@ def load(path: Path | str, root: Path | None = None,
         except OSError:
             pass                  # a read-only cache only costs time
     return m
+
+
+def _no_nul(data, name: str) -> None:
+    """A NUL (YAML's "\\0") in any key or value is refused with its line:
+    no path, branch or name can hold one, and the OS calls that take a
+    path would raise on it."""
+    def walk(node, path):
+        if isinstance(node, dict):
+            items = node.items()
+        elif isinstance(node, list):
+            items = enumerate(node)
+        else:
+            if isinstance(node, str) and "\0" in node:
+                shown = node.replace("\0", "\\0")
+                raise KtopicError(f"{'.'.join(map(str, path)) or 'value'}: '{shown}' holds a NUL "
+                                  f"character, which no path or name can hold", name,
+                                  yamlpos.line_of(data, path))
+            return
+        for k, v in items:
+            walk(k, path)
+            walk(v, [*path, k])
+    walk(data, [])
 
 
 def _validate(data, name: str) -> None:

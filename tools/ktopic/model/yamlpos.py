@@ -38,15 +38,33 @@ MAX_NODES = 100_000             # after expanding aliases
 class _Loader(yaml.SafeLoader):
     depth = 0
 
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.open: set[str] = set()     # anchors of the nodes being composed
+
     def compose_node(self, parent, index):
         """Nodes deeper than MAX_DEPTH are refused before the recursion
-        that composes them exhausts the stack."""
+        that composes them exhausts the stack; so is an alias inside the
+        node its anchor names (`x: &a [*a]`), a value that never ends."""
         self.depth += 1
         try:
+            event = self.peek_event()
             if self.depth > MAX_DEPTH:
                 raise KtopicError(f"nesting deeper than {MAX_DEPTH} levels",
-                                  self.name, self.peek_event().start_mark.line + 1)
-            return super().compose_node(parent, index)
+                                  self.name, event.start_mark.line + 1)
+            if isinstance(event, yaml.AliasEvent):
+                if event.anchor in self.open:
+                    raise KtopicError(f"alias *{event.anchor} is inside the value &{event.anchor} "
+                                      f"names (a recursive alias)",
+                                      self.name, event.start_mark.line + 1)
+                return super().compose_node(parent, index)
+            anchor = event.anchor
+            if anchor is not None:
+                self.open.add(anchor)
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.open.discard(anchor)
         finally:
             self.depth -= 1
 
@@ -94,10 +112,15 @@ def _check_size(node, name: str) -> None:
     """Refuse a document that expands (aliases counted as copies) to more
     than MAX_NODES nodes; names the alias that crosses the bound."""
     sizes: dict[int, int] = {}
+    open_: set[int] = set()         # nodes being counted: one met again is a cycle
 
     def size(n) -> int:
         if id(n) in sizes:
             return sizes[id(n)]
+        if id(n) in open_:
+            raise KtopicError("a value contains itself (a recursive alias)", name,
+                              n.start_mark.line + 1)
+        open_.add(id(n))
         total = 1
         if isinstance(n, yaml.SequenceNode):
             total += sum(size(c) for c in n.value)
@@ -107,6 +130,7 @@ def _check_size(node, name: str) -> None:
             raise KtopicError(f"aliases expand to more than {MAX_NODES} values "
                               f"(an alias bomb?)", name, n.start_mark.line + 1)
         sizes[id(n)] = total
+        open_.discard(id(n))
         return total
     size(node)
 
