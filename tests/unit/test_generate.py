@@ -120,6 +120,35 @@ def test_hand_made_commit_is_not_overwritten(generated, ktopic, tmp_path):
     assert refs["refs/heads/topic/counters"] != hand
 
 
+def test_branch_checked_out_in_a_worktree_is_not_moved(generated, ktopic, tmp_path):
+    """As `git branch -f` refuses: moving it would leave that checkout
+    holding the old files, the new commit's changes staged in reverse.
+    Even --force does not move it; the other branches move."""
+    gd = str(generated.workdir / "linux.git")
+    wt = tmp_path / "wt"
+    subprocess.run(["git", "--git-dir", gd, "worktree", "add", "-q", str(wt), "topic/names"],
+                   check=True)
+    (wt / "README").write_text("uncommitted work\n")
+    before = generated.refs()
+    p = generated.root / "patches/names/0001-lib-names-rename.patch"
+    p.write_text(p.read_text().replace("Why: a test needs it.", "Why: a test needs it badly."))
+    for force in ([], ["--force"]):
+        r = ktopic(*generated.args("generate", *force))
+        assert r.status == 1, r
+        assert f"ktopic: branch topic/names is checked out in the worktree at {wt}; not moved" \
+            in r.err, r.err
+        refs = generated.refs()
+        assert refs["refs/heads/topic/names"] == before["refs/heads/topic/names"]
+        assert refs.get("refs/ktopic/made/topic/names") == \
+            before.get("refs/ktopic/made/topic/names")
+        assert refs["refs/heads/for-next"] != before["refs/heads/for-next"]
+        assert git_in(wt, "status", "--porcelain") == " M README\n"
+    subprocess.run(["git", "-C", str(wt), "switch", "-q", "--detach"], check=True)
+    r = ktopic(*generated.args("generate"))
+    assert r.status == 0, r
+    assert generated.refs()["refs/heads/topic/names"] == generated.refs()["refs/heads/for-next"]
+
+
 def test_upstream_check_that_fails_is_bad_input(imported, ktopic):
     text = imported.manifest.read_text().replace("contains: '^# define __flatten'",
                                                  "contains: '^# define __unflatten'")

@@ -5,6 +5,8 @@ manifest order), then its own patches; integration stacks every topic.
 Refs move in one transaction at the end, only for topics whose patches all
 applied; a branch that holds commits the tool did not make is not moved
 without --force, and then its old head is kept under refs/ktopic/backup/.
+A branch checked out in a worktree is not moved at all, as `git branch -f`
+refuses it: the checkout would be left holding the old files.
 
 Takes the manifest and the work directory (its base); gives the branches,
 moved in one ref transaction, and an Outcome per branch.
@@ -74,6 +76,23 @@ def base_mismatch(m: Manifest, git: Git, base: str) -> str | None:
     line = m.base.lines.get("debian-version")
     return (f"{m.display()}:{line}: the manifest's base is {m.base.package} {dv}, the work "
             f"repository's is {', '.join(have) or 'another'}: run `ktopic import-base`")
+
+
+def worktree_branches(git: Git) -> dict[str, str]:
+    """The branches checked out in a worktree of the repository (a ref
+    name, refs/heads/..., and the worktree's path), as `git branch -f`
+    finds them: also a worktree whose directory is gone but which git
+    has not pruned yet."""
+    out = git.run("worktree", "list", "--porcelain", "-z", binary=True).decode(
+        "utf-8", "surrogateescape")
+    found: dict[str, str] = {}
+    path = ""
+    for field_ in out.split("\0"):
+        if field_.startswith("worktree "):
+            path = field_[len("worktree "):]
+        elif field_.startswith("branch "):
+            found.setdefault(field_[len("branch "):], path)
+    return found
 
 
 def load_patches(m: Manifest, name: str) -> list[PatchFile]:
@@ -199,6 +218,7 @@ class Generator:
         git = self.git
         updates: list[tuple[str, str, str | None]] = []
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        checked_out = None
         for o in result.outcomes:
             if o.error or o.head is None:
                 continue
@@ -207,6 +227,15 @@ class Generator:
             if o.old == o.head:
                 if made != o.head:
                     updates.append((MADE + o.branch, o.head, made))
+                continue
+            if checked_out is None:
+                checked_out = worktree_branches(git)
+            if ref in checked_out:
+                o.error = (f"branch {o.branch} is checked out in the worktree at "
+                           f"{checked_out[ref]}; not moved (git branch -f refuses it too). "
+                           f"Commit or export the work there, switch that worktree to "
+                           f"another branch or detach it (git switch --detach), then "
+                           f"generate again")
                 continue
             if o.old and not self._ours(o.old, made, o.head):
                 if not force:
