@@ -282,6 +282,37 @@ def test_export_of_a_hand_edited_branch_then_generate(generated, ktopic, tmp_pat
     assert generated.git("log", "-1", "--format=%s", "for-next").strip() == "lib/names: eight"
 
 
+def test_export_does_not_overwrite_a_file_it_does_not_own(generated, ktopic, tmp_path):
+    """A file in patches/<topic>/ of an output's name that the manifest does
+    not list for the topic (a draft, not yet added) is refused, not
+    replaced; nothing is written, the manifest is unchanged."""
+    wt = tmp_path / "wt"
+    gd = str(generated.workdir / "linux.git")
+    subprocess.run(["git", "--git-dir", gd, "worktree", "add", "-q", str(wt), "topic/names"], check=True)
+    (wt / "lib/names.c").write_text((wt / "lib/names.c").read_text().replace('"n8"', '"eight"'))
+    git_in(wt, "commit", "-q", "-a", "-s", "-m", "lib/names: eight\n\nWhy: exported by a test.")
+    subprocess.run(["git", "--git-dir", gd, "worktree", "remove", "--force", str(wt)], check=True)
+    draft = generated.root / "patches/names/0002-lib-names-eight.patch"
+    draft.write_text("my work in progress, not in the manifest\n")
+    first = generated.root / "patches/names/0001-lib-names-rename.patch"
+    files, manifest_text = first.read_bytes(), generated.manifest.read_text()
+    refs = generated.refs()
+    r = ktopic(*generated.args("export", "names"))
+    assert r.status == 2, r
+    assert r.err == ("ktopic: patches/names/0002-lib-names-eight.patch: exists, and the manifest "
+                     "does not list it for topic names: not overwritten; move it away, then "
+                     "export again (nothing was written)\n"), r.err
+    assert draft.read_text() == "my work in progress, not in the manifest\n"
+    assert first.read_bytes() == files
+    assert generated.manifest.read_text() == manifest_text
+    assert sorted(x.name for x in draft.parent.iterdir()) == [first.name, draft.name]
+    assert generated.refs() == refs
+    draft.unlink()
+    r = ktopic(*generated.args("export", "names"))
+    assert r.status == 0, r
+    assert "- 0002-lib-names-eight.patch" in generated.manifest.read_text()
+
+
 def test_export_names_functions_as_a_checkout_would(generated, ktopic, tmp_path):
     """The tree's .gitattributes (the kernel's "*.c diff=cpp") applies to the
     exported hunk headers although the work repository is bare: a label at

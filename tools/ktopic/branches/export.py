@@ -6,11 +6,12 @@ and the manifest's list for it."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
 from ktopic.model import manifest_edit
-from ktopic.errors import Failure
+from ktopic.errors import Failure, KtopicError
 from ktopic.branches.generate import MADE, Generator, base_commit
 from ktopic.plumbing.gitutil import Git, tree_attributes
 from ktopic.model.manifest import Manifest, is_patch_file
@@ -59,8 +60,18 @@ def _replace(m: Manifest, topic: str, t, outdir: Path, tmp: Path, files: list[st
     """Put the patches made in tmp/out in outdir and list them in the
     manifest: all of it, or (on any error or interrupt) none of it.  Files
     replaced or removed are moved aside to tmp/old first and moved back if
-    anything fails."""
+    anything fails.  Only files the manifest lists for the topic are
+    replaced: any other file of an output's name is refused, before
+    anything moves."""
     old = {p.path for p in t.patches if p.path.parent == outdir}
+    listed = {p.path for p in t.patches} | {outdir / p.rel for p in t.patches}
+    for f in files:
+        path = outdir / f
+        if os.path.lexists(path) and path not in listed and path.resolve() not in listed:
+            # Not ktopic's: an untracked draft, another topic's file.
+            raise KtopicError(f"exists, and the manifest does not list it for topic {topic}: "
+                              f"not overwritten; move it away, then export again (nothing "
+                              f"was written)", f"patches/{topic}/{f}")
     aside = tmp / "old"
     aside.mkdir()
     moved: list[str] = []           # in outdir now, put there by this export
