@@ -1,7 +1,20 @@
 """Add a posted series to a topic: an mbox file, or a directory of patch
-mails (one per file, as in shared/seeds/).  Cover letters and mails
-without a diff are skipped; the patches keep their order (the [PATCH n/m]
-numbers when present, else file order) and are appended to the topic.
+mails (each file one mail, or an mbox of its own).
+
+The input is split by git mailsplit and each mail read by git mailinfo, as
+git am reads them: a base64 or quoted-printable body is decoded, and the
+CRs of CRLF mails are dropped.  A patch is a mail with a diff that is not
+a reply (`Re:`, `Aw:`, `Fwd:`) and not a cover letter (`[PATCH 0/N]`, with
+or without an interdiff or range-diff); other mails are passed over, as b4
+passes them over.  A numbered mail without a diff, or a patch without a
+Subject:, is refused in one line that names the mail.  The patches keep
+their order (the [PATCH n/m] numbers when present, else mbox order) and
+are appended to the topic.
+
+A mail is kept as posted when git apply reads the same diff from it; an
+encoded one is written as a plain-text mail with the same author, date,
+subject, message and diff (git mailinfo reads both the same, or it is
+refused).
 
 Takes an mbox file or a directory of mails and a topic; gives the patch
 files written and the edited manifest."""
@@ -11,15 +24,20 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from dataclasses import dataclass
+from email.header import Header
+from email.utils import formataddr
 from pathlib import Path
 
 from ktopic.model import manifest_edit
 from ktopic.errors import KtopicError
-from ktopic.model.manifest import Manifest, is_patch_file
+from ktopic.model.manifest import Manifest
 from ktopic.plumbing import gitutil
-from ktopic.plumbing.patchfile import parse
+from ktopic.plumbing.patchfile import PatchFile, parse, parse_many
 
-NUMBER = re.compile(r"^\[[^\]]*?(\d+)/(\d+)\]")
+# Leading "Re:" and the like: a follow-up, as b4 tells one.
+REPLY = re.compile(r"\s*(?:re|aw|sv|fwd?)\s*:\s*", re.I)
+PREFIX = re.compile(r"\s*\[([^\]]*)\]")
 
 
 def _raw_subject(path: Path) -> str:
@@ -27,16 +45,31 @@ def _raw_subject(path: Path) -> str:
     return re.sub(r"\s+", " ", m.group(1)).strip() if m else ""
 
 
-def split(source: Path, tmp: Path) -> list[Path]:
-    if source.is_dir():
-        return sorted(p for p in source.iterdir() if p.is_file())
-    if not source.is_file():
-        raise KtopicError("no such mbox file or directory", source)
-    r = subprocess.run(["git", "mailsplit", "-b", f"-o{tmp}", str(source)],
+def _mailsplit(path: Path, out: Path, shown: Path) -> list[Path]:
+    out.mkdir()
+    r = subprocess.run(["git", "mailsplit", "-b", f"-o{out}", str(path)],
                        capture_output=True, text=True, env=gitutil.env())
     if r.returncode != 0:
-        raise KtopicError(f"not an mbox: {r.stderr.strip()}", source)
-    return sorted(tmp.iterdir())
+        raise KtopicError(f"not an mbox: {r.stderr.strip()}", shown)
+    return sorted(out.iterdir())
+
+
+def split(source: Path, tmp: Path) -> list[tuple[Path, str, str]]:
+    """Each mail of source, split as git am splits it: (its file in tmp,
+    where it is for an error about it alone, its name next to another's)."""
+    if source.is_dir():
+        out = []
+        files = sorted(p for p in source.iterdir() if p.is_file())
+        for k, f in enumerate(files):
+            paths = _mailsplit(f, tmp / f"{k:06d}", f)
+            for j, p in enumerate(paths):
+                label = f.name if len(paths) == 1 else f"{f.name}: mail {j + 1}"
+                out.append((p, str(f) if len(paths) == 1 else f"{f}: mail {j + 1}", label))
+        return out
+    if not source.is_file():
+        raise KtopicError("no such mbox file or directory", source)
+    return [(p, f"{source}: mail {i + 1}", f"mail {i + 1}")
+            for i, p in enumerate(_mailsplit(source, tmp / "mbox", source))]
 
 
 # A mail header block after a diff: mails pasted together without the
@@ -50,43 +83,144 @@ def _plain(subject: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"^(\[[^\]]*\]\s*)+", "", subject)).strip()
 
 
+@dataclass
+class Mail:
+    path: Path
+    where: str                  # the input and the mail, for an error about it alone
+    label: str                  # "mail 3" (or a file name), next to another mail's
+    info: dict[str, str]        # git mailinfo -k: Author, Email, Subject (as posted), Date
+    msg: bytes
+    patch: bytes                # what git am would apply: from the first diff line (or ---)
+    reply: bool = False
+    counter: int | None = None  # n of [PATCH n/N]
+    total: int | None = None
+    revision: int = 1
+
+    @property
+    def subject(self) -> str:
+        return self.info.get("Subject", "")
+
+    @property
+    def has_diff(self) -> bool:
+        return re.search(rb"^(?:diff |@@ -|GIT binary patch)", self.patch, re.M) is not None
+
+    def named(self) -> str:
+        return f"{self.label} ({self.subject!r})"
+
+
+def _read(path: Path, where: str, label: str, tmp: Path) -> Mail:
+    """The mail as git mailinfo reads it, with its subject kept (-k)."""
+    msg, patch = tmp / "msg", tmp / "patch"
+    with open(path, "rb") as f:
+        r = subprocess.run(["git", "mailinfo", "-k", "-u", str(msg), str(patch)], stdin=f,
+                           capture_output=True, env=gitutil.env())
+    if r.returncode != 0:
+        raise KtopicError(f"not a mail git am reads: {r.stderr.decode(errors='replace').strip()}",
+                          where)
+    info: dict[str, str] = {}
+    for line in r.stdout.decode("utf-8", errors="replace").splitlines():
+        k, _, v = line.partition(": ")
+        info[k] = v
+    mail = Mail(path, where, label, info, msg.read_bytes(), patch.read_bytes())
+    s = mail.subject
+    while (m := REPLY.match(s)):
+        mail.reply, s = True, s[m.end():]
+    while (m := PREFIX.match(s)):
+        for word in m.group(1).split():
+            if (n := re.fullmatch(r"(\d+)/(\d+)", word)):
+                mail.counter, mail.total = int(n.group(1)), int(n.group(2))
+            elif (v := re.fullmatch(r"[vV](\d+)", word)):
+                mail.revision = int(v.group(1))
+        s = s[m.end():]
+    return mail
+
+
+def _patches(mails: list[Mail]) -> list[Mail]:
+    """The mails that are patches, refusing a mail git am would stop at."""
+    out = []
+    for mail in mails:
+        if mail.reply or mail.counter == 0:
+            continue                    # a reviewer's reply, a cover letter
+        if not mail.has_diff:
+            if mail.counter is not None:
+                raise KtopicError(f"{mail.subject!r} has no diff: git am would stop at it "
+                                  f"(\"Patch is empty\")", mail.where)
+            continue                    # an article, a note
+        if GLUED.search(mail.patch.decode(errors="replace")):
+            raise KtopicError("holds more than one mail (headers after a diff, with no "
+                              "'From ' line between them): make it an mbox, or a "
+                              "directory with one mail per file", mail.where)
+        if not mail.subject.strip():
+            first = mail.msg.decode(errors="replace").strip().split("\n")[0]
+            raise KtopicError(f"a patch with no Subject: (git am would make {first!r} its "
+                              f"subject): add the Subject: line", mail.where)
+        out.append(mail)
+    return out
+
+
+def _header(value: str) -> str:
+    return value if value.isascii() else Header(value, "utf-8").encode()
+
+
+def _content(mail: Mail, pf: PatchFile, tmp: Path) -> bytes:
+    """The patch file for mail: the mail as posted when git apply reads
+    the same diff from it, else a plain-text mail that git mailinfo reads
+    as it read the posted one."""
+    raw = mail.path.read_bytes()
+    if mail.patch in raw:
+        return raw
+    who = formataddr((mail.info.get("Author", ""), mail.info.get("Email", "")), charset="utf-8")
+    head = (f"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+            f"From: {who}\nDate: {mail.info.get('Date', '')}\n"
+            f"Subject: {_header(mail.subject)}\nMIME-Version: 1.0\n"
+            f"Content-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: 8bit\n\n")
+    data = head.encode() + mail.msg + (b"" if mail.msg.endswith(b"\n") or not mail.msg else b"\n") \
+        + mail.patch
+    check = tmp / "plain"
+    check.write_bytes(data)
+    again = parse(check, mail.where)
+    if (again.author, again.email, again.date, again.subject, again.body, again.diff) != \
+            (pf.author, pf.email, pf.date, pf.subject, pf.body, pf.diff) or mail.patch not in data:
+        raise KtopicError("its encoded body cannot be written as a plain-text patch that "
+                          "reads the same: re-send it unencoded", mail.where)
+    return data
+
+
 def import_mbox(m: Manifest, source: Path, topic: str) -> tuple[Manifest, list[str]]:
     t = m.topic(topic)
     have = {_plain(_raw_subject(p.path)): p.rel for p in t.patches}
     with tempfile.TemporaryDirectory(prefix="ktopic-mbox-") as tmp:
-        mails = []
-        for i, path in enumerate(split(source, Path(tmp))):
-            # Name the input, and the mail's number in it: not the temporary file.
-            where = f"{source}: mail {i + 1}" if not source.is_dir() else str(path)
-            if is_patch_file(path) is not None:
-                continue                      # a cover letter, an article...
-            text = path.read_text(errors="replace")
-            if GLUED.search(text):
-                raise KtopicError("holds more than one mail (headers after a diff, with no "
-                                  "'From ' line between them): make it an mbox, or a "
-                                  "directory with one mail per file", where)
-            subject = _raw_subject(path)
-            if _plain(subject) in have:
-                raise KtopicError(f"{_plain(subject)!r} is already in topic {topic} as "
-                                  f"patches/{topic}/{have[_plain(subject)]}", where)
-            num = NUMBER.match(subject)
-            mails.append(((int(num.group(1)) if num else 0, i), path, where))
-        if not mails:
+        tmp = Path(tmp)
+        (tmp / "mail").mkdir()
+        (tmp / "split").mkdir()
+        mails = [_read(path, where, label, tmp / "mail") for path, where, label in
+                 split(source, tmp / "split")]
+        patches = _patches(mails)
+        if not patches:
             raise KtopicError("no patch mails found (a patch mail has a Subject: and a diff)",
                               source)
-        mails.sort()
+        patches.sort(key=lambda mail: mail.counter or 0)
+        for mail in patches:
+            if _plain(mail.subject) in have:
+                raise KtopicError(f"{_plain(mail.subject)!r} is already in topic {topic} as "
+                                  f"patches/{topic}/{have[_plain(mail.subject)]}", mail.where)
+        try:
+            pfs = parse_many([(mail.path, mail.where) for mail in patches])
+        except KtopicError as e:
+            raise KtopicError(e.message, e.file) from None      # the mail, not its line 1
+        files: list[tuple[str, bytes]] = []
+        n = len(t.patches)
+        for mail, pf in zip(patches, pfs):
+            n += 1
+            files.append((f"{n:04d}-{manifest_edit.slug(pf.subject)}.patch",
+                          _content(mail, pf, tmp)))
         outdir = m.root / "patches" / topic
         outdir.mkdir(parents=True, exist_ok=True)
-        existing = [p.rel for p in t.patches]
-        n = len(existing)
         written = []
-        for _, path, where in mails:
-            pf = parse(path, where)           # refuses what git am would refuse
-            n += 1
-            name = f"{n:04d}-{manifest_edit.slug(pf.subject)}.patch"
+        for name, data in files:
             if (outdir / name).exists():
                 raise KtopicError(f"patches/{topic}/{name} already exists", source)
-            (outdir / name).write_bytes(path.read_bytes())
+            (outdir / name).write_bytes(data)
             written.append(name)
     try:
         m2 = manifest_edit.set_patches(m, topic, [_entry(p) for p in t.patches] + written)

@@ -1,0 +1,201 @@
+"""ktopic import-mbox on untrusted mboxes: what git am and b4 take as a
+series is imported, what they refuse is refused in one line, and a
+refusal or an interrupt leaves the checkout as it was."""
+
+from __future__ import annotations
+
+import base64
+import os
+import quopri
+
+import pytest
+
+from conftest import TREE, make_patch
+
+STEPS = [('"n1"', '"one"', "lib/names: one"), ('"n2"', '"two"', "lib/names: two"),
+         ('"n3"', '"three"', "lib/names: three")]
+
+
+@pytest.fixture(scope="session")
+def series(tmp_path_factory) -> list[str]:
+    """A three-patch series [PATCH n/3] on top of topic/names."""
+    tmp = tmp_path_factory.mktemp("series")
+    tree = dict(TREE, **{"lib/names.c": TREE["lib/names.c"].replace('"n7"', '"seven"')})
+    out = []
+    for i, (old, new, subject) in enumerate(STEPS, 1):
+        p = make_patch(tmp, tree, [("lib/names.c", old, new)], subject,
+                       f"Thu, 3 Dec 2026 07:0{i}:00 +0000")
+        out.append(p.replace("[PATCH]", f"[PATCH {i}/3]", 1))
+        tree = dict(tree, **{"lib/names.c": tree["lib/names.c"].replace(old, new)})
+    return out
+
+
+def _checkout(project) -> dict:
+    """Every path under the checkout: its bytes, or where a link points."""
+    out = {}
+    for p in sorted(project.root.rglob("*")):
+        rel = str(p.relative_to(project.root))
+        out[rel] = ("link", os.readlink(p)) if p.is_symlink() else \
+            ("dir", None) if p.is_dir() else ("file", p.read_bytes())
+    return out
+
+
+def _subjects(project, branch: str = "topic/names") -> list[str]:
+    return project.git("log", "--reverse", "--format=%s", branch).splitlines()
+
+
+def _encoded(mail: str, cte: str) -> str:
+    """mail with its body in cte (as a mailer may send it)."""
+    head, body = mail.split("\n\n", 1)
+    if cte == "base64":
+        data = base64.encodebytes(body.encode()).decode()
+    else:
+        data = quopri.encodestring(body.encode()).decode()
+    return (head + "\nMIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n"
+            f"Content-Transfer-Encoding: {cte}\n\n" + data)
+
+
+REPLY = """\
+From rita@example.org Thu Dec  3 08:00:00 2026
+From: Rita R <rita@example.org>
+Date: Thu, 3 Dec 2026 08:00:00 +0000
+Subject: Re: [PATCH 2/3] lib/names: two
+In-Reply-To: <p2@example.org>
+
+How about this instead (untested):
+
+diff --git a/lib/names.c b/lib/names.c
+--- a/lib/names.c
++++ b/lib/names.c
+@@ -1,3 +1,3 @@
+ const char *name_0 = "n0";
+-const char *name_1 = "n1";
++const char *name_1 = "uno";
+ const char *name_2 = "n2";
+"""
+
+COVER = """\
+From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: Test Porter <porter@example.org>
+Date: Thu, 3 Dec 2026 07:00:00 +0000
+Subject: [PATCH{v} 0/3] lib/names: three more names
+
+Three more.
+
+Test Porter (3):
+  lib/names: one
+  lib/names: two
+  lib/names: three
+
+ lib/names.c | 6 +++---
+ 1 file changed, 3 insertions(+), 3 deletions(-)
+
+Interdiff against v1:
+diff --git a/lib/names.c b/lib/names.c
+index 1111111..2222222 100644
+--- a/lib/names.c
++++ b/lib/names.c
+@@ -1,3 +1,3 @@
+ const char *name_0 = "n0";
+-const char *name_1 = "uno";
++const char *name_1 = "one";
+ const char *name_2 = "n2";
+--
+2.39.5
+
+"""
+
+
+def test_replies_are_not_patches(generated, ktopic, tmp_path, series):
+    """A thread mbox (b4 mbox) holds the reviewers' replies; a diff in one
+    is a suggestion, not a patch of the series, and does not go first."""
+    mbox = tmp_path / "thread.mbox"
+    mbox.write_text("".join(series) + REPLY)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 0, r
+    assert r.out.splitlines()[:3] == ["patches/names/0002-lib-names-one.patch",
+                                      "patches/names/0003-lib-names-two.patch",
+                                      "patches/names/0004-lib-names-three.patch"]
+    assert ktopic(*generated.args("generate", "names")).status == 0
+    assert _subjects(generated)[-3:] == ["lib/names: one", "lib/names: two", "lib/names: three"]
+
+
+def test_interdiff_cover_letter_is_not_a_patch(generated, ktopic, tmp_path, series):
+    """git format-patch --cover-letter --interdiff puts a diff in the 0/N mail."""
+    mbox = tmp_path / "v2.mbox"
+    mbox.write_text(COVER.format(v=" v2") +
+                    "".join(s.replace("[PATCH ", "[PATCH v2 ", 1) for s in series))
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 0, r
+    assert r.out.splitlines()[0] == "patches/names/0002-lib-names-one.patch"
+    assert not list((generated.root / "patches/names").glob("*SUBJECT*"))
+    assert len(list((generated.root / "patches/names").iterdir())) == 4
+
+
+@pytest.mark.parametrize("cte", ["base64", "quoted-printable"])
+def test_encoded_patch_is_imported(generated, ktopic, tmp_path, series, cte):
+    """git am decodes the body; so does import-mbox, and generate applies it."""
+    mbox = tmp_path / "encoded.mbox"
+    two = _encoded(series[1], cte)
+    assert "diff --git" not in two or cte != "base64"
+    mbox.write_text(series[0] + two + series[2])
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 0, r
+    assert len(r.out.splitlines()) == 4, r.out
+    written = (generated.root / "patches/names/0003-lib-names-two.patch").read_text()
+    assert '+const char *name_2 = "two";\n' in written
+    r = ktopic(*generated.args("generate", "names"))
+    assert r.status == 0, r
+    assert _subjects(generated)[-3:] == ["lib/names: one", "lib/names: two", "lib/names: three"]
+
+
+def test_patch_without_subject_is_not_dropped(generated, ktopic, tmp_path, series):
+    """git am takes the message's first line as the subject; ktopic refuses a
+    patch without a Subject: (as generate does), naming the mail."""
+    mbox = tmp_path / "nosubj.mbox"
+    two = series[1].replace("Subject: [PATCH 2/3] lib/names: two\n", "")
+    mbox.write_text(series[0] + two + series[2])
+    before = _checkout(generated)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 2, r
+    assert r.err.startswith(f"ktopic: {mbox}: mail 2: ") and r.err.count("\n") == 1, r.err
+    assert "Subject" in r.err
+    assert _checkout(generated) == before
+
+
+def test_numbered_mail_without_a_diff_is_refused(generated, ktopic, tmp_path, series):
+    mbox = tmp_path / "nodiff.mbox"
+    two = series[1].split("\ndiff --git")[0] + "\n"
+    mbox.write_text(series[0] + two + series[2])
+    before = _checkout(generated)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 2, r
+    assert r.err.startswith(f"ktopic: {mbox}: mail 2: ") and "diff" in r.err, r.err
+    assert _checkout(generated) == before
+
+
+def test_directory_of_crlf_mails(generated, ktopic, tmp_path, series):
+    """git am (git mailsplit) strips the CR of CRLF mails; so does a
+    directory import, and generate applies the patches."""
+    mails = tmp_path / "mails"
+    mails.mkdir()
+    for i, s in enumerate(series, 1):
+        (mails / f"{i:04d}.patch").write_bytes(s.replace("\n", "\r\n").encode())
+    r = ktopic(*generated.args("import-mbox", str(mails), "--topic", "names"))
+    assert r.status == 0, r
+    assert b"\r" not in (generated.root / "patches/names/0002-lib-names-one.patch").read_bytes()
+    r = ktopic(*generated.args("generate", "names"))
+    assert r.status == 0, r
+
+
+def test_directory_file_holding_an_mbox(generated, ktopic, tmp_path, series):
+    """A file of a directory that is an mbox of several mails is split as
+    git am splits it, not written as one patch with several diffs."""
+    mails = tmp_path / "mails"
+    mails.mkdir()
+    (mails / "all.mbox").write_text("".join(series))
+    r = ktopic(*generated.args("import-mbox", str(mails), "--topic", "names"))
+    assert r.status == 0, r
+    assert len(r.out.splitlines()) == 4, r.out
+    one = (generated.root / "patches/names/0002-lib-names-one.patch").read_text()
+    assert one.count("\ndiff --git ") == 1, one
