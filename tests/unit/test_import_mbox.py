@@ -174,6 +174,52 @@ def test_numbered_mail_without_a_diff_is_refused(generated, ktopic, tmp_path, se
     assert _checkout(generated) == before
 
 
+def test_series_with_a_missing_part_is_refused(generated, ktopic, tmp_path, series):
+    mbox = tmp_path / "gap.mbox"
+    mbox.write_text(series[0] + series[2])
+    before = _checkout(generated)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 2, r
+    assert r.err.startswith(f"ktopic: {mbox}: ") and "2/3" in r.err and r.err.count("\n") == 1, r.err
+    assert _checkout(generated) == before
+
+
+def test_two_revisions_in_one_mbox_are_refused(generated, ktopic, tmp_path, series):
+    mbox = tmp_path / "two.mbox"
+    mbox.write_text("".join(series) +
+                    "".join(s.replace("[PATCH ", "[PATCH v2 ", 1) for s in series))
+    before = _checkout(generated)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 2, r
+    assert r.err.startswith(f"ktopic: {mbox}: mail 1 ") and "mail 4 " in r.err, r.err
+    assert r.err.count("\n") == 1
+    assert _checkout(generated) == before
+
+
+def test_two_series_in_one_mbox_are_refused(generated, ktopic, tmp_path, series):
+    """Two unrevised series of three: the same numbers twice."""
+    mbox = tmp_path / "two.mbox"
+    other = [s.replace("lib/names: ", "lib/names: other ") for s in series]
+    mbox.write_text("".join(series) + "".join(other))
+    before = _checkout(generated)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 2, r
+    assert "mail 1 " in r.err and "mail 4 " in r.err and r.err.count("\n") == 1, r.err
+    assert _checkout(generated) == before
+
+
+def test_unnumbered_and_numbered_mixed_are_refused(generated, ktopic, tmp_path, series,
+                                                   patches_text):
+    mbox = tmp_path / "mixed.mbox"
+    mbox.write_text("".join(series) + patches_text["counters/0001-lib-counter-return-more.patch"]
+                    .replace("[PATCH 1/2]", "[PATCH]"))
+    before = _checkout(generated)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 2, r
+    assert "mail 4 " in r.err and r.err.count("\n") == 1, r.err
+    assert _checkout(generated) == before
+
+
 def test_directory_of_crlf_mails(generated, ktopic, tmp_path, series):
     """git am (git mailsplit) strips the CR of CRLF mails; so does a
     directory import, and generate applies the patches."""

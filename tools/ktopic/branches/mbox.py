@@ -6,10 +6,13 @@ git am reads them: a base64 or quoted-printable body is decoded, and the
 CRs of CRLF mails are dropped.  A patch is a mail with a diff that is not
 a reply (`Re:`, `Aw:`, `Fwd:`) and not a cover letter (`[PATCH 0/N]`, with
 or without an interdiff or range-diff); other mails are passed over, as b4
-passes them over.  A numbered mail without a diff, or a patch without a
-Subject:, is refused in one line that names the mail.  The patches keep
-their order (the [PATCH n/m] numbers when present, else mbox order) and
-are appended to the topic.
+passes them over.  The patches must be one series: `[PATCH n/N]` from 1/N
+to N/N with none missing, repeated or of another revision, or all without
+numbers (then in mbox order, as git am takes them).  Anything else (two
+series or revisions, a missing part, a numbered mail without a diff, a
+patch without a Subject:) is refused in one line that names the mails:
+pick one revision first (`b4 am -v N`).  The patches are appended to the
+topic.
 
 A mail is kept as posted when git apply reads the same diff from it; an
 encoded one is written as a plain-text mail with the same author, date,
@@ -158,6 +161,47 @@ def _patches(mails: list[Mail]) -> list[Mail]:
     return out
 
 
+def _one_series(patches: list[Mail], source: Path) -> list[Mail]:
+    """patches in the order git am applies the series, or refused when they
+    are not one series."""
+    first = patches[0]
+    for mail in patches[1:]:
+        if (mail.counter is None) != (first.counter is None):
+            one, other = (mail, first) if mail.counter is None else (first, mail)
+            raise KtopicError(f"{one.named()} has no [PATCH n/N] number, {other.named()} has: "
+                              f"they are not one series; import them one at a time", source)
+        if (mail.revision, mail.total) != (first.revision, first.total):
+            raise KtopicError(f"{first.named()} and {mail.named()} are of different series or "
+                              f"revisions: import one at a time (b4 am -v N picks a revision)",
+                              source)
+    if first.counter is None:
+        seen: dict[str, Mail] = {}
+        for mail in patches:
+            key = _plain(mail.subject)
+            if key in seen:
+                raise KtopicError(f"{seen[key].named()} and {mail.named()} have the same "
+                                  f"subject: two revisions of one patch? import one", source)
+            seen[key] = mail
+        return patches
+    by_n: dict[int, Mail] = {}
+    for mail in patches:
+        if mail.counter in by_n:
+            raise KtopicError(f"{by_n[mail.counter].named()} and {mail.named()} are both patch "
+                              f"{mail.counter}/{mail.total}: two series in one mbox? import "
+                              f"one at a time", source)
+        if mail.counter > mail.total:
+            raise KtopicError(f"{mail.subject!r} is patch {mail.counter} of {mail.total}",
+                              mail.where)
+        by_n[mail.counter] = mail
+    missing = [n for n in range(1, first.total + 1) if n not in by_n]
+    if missing:
+        have = ", ".join(f"{m.counter}/{m.total} in {m.label}" for m in
+                         sorted(patches, key=lambda m: m.counter))
+        raise KtopicError(f"patch {missing[0]}/{first.total} of the series is not in it "
+                          f"(it has {have}): git am would apply the rest without it", source)
+    return [by_n[n] for n in sorted(by_n)]
+
+
 def _header(value: str) -> str:
     return value if value.isascii() else Header(value, "utf-8").encode()
 
@@ -199,7 +243,7 @@ def import_mbox(m: Manifest, source: Path, topic: str) -> tuple[Manifest, list[s
         if not patches:
             raise KtopicError("no patch mails found (a patch mail has a Subject: and a diff)",
                               source)
-        patches.sort(key=lambda mail: mail.counter or 0)
+        patches = _one_series(patches, source)
         for mail in patches:
             if _plain(mail.subject) in have:
                 raise KtopicError(f"{_plain(mail.subject)!r} is already in topic {topic} as "
