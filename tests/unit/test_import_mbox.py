@@ -11,6 +11,7 @@ import quopri
 import pytest
 
 from conftest import TREE, make_patch
+from ktopic.model import manifest_edit
 
 STEPS = [('"n1"', '"one"', "lib/names: one"), ('"n2"', '"two"', "lib/names: two"),
          ('"n3"', '"three"', "lib/names: three")]
@@ -217,6 +218,65 @@ def test_unnumbered_and_numbered_mixed_are_refused(generated, ktopic, tmp_path, 
     r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
     assert r.status == 2, r
     assert "mail 4 " in r.err and r.err.count("\n") == 1, r.err
+    assert _checkout(generated) == before
+
+
+def test_dangling_symlink_in_the_topic_directory_is_not_written_through(
+        generated, ktopic, tmp_path, series):
+    victim = tmp_path / "victim"
+    link = generated.root / "patches/names/0002-lib-names-one.patch"
+    link.symlink_to(victim)
+    mbox = tmp_path / "series.mbox"
+    mbox.write_text("".join(series))
+    before = _checkout(generated)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 2, r
+    assert "patches/names/0002-lib-names-one.patch" in r.err and r.err.count("\n") == 1, r.err
+    assert not os.path.lexists(victim)
+    assert _checkout(generated) == before
+
+
+def test_topic_directory_that_is_a_symlink_is_refused(generated, ktopic, tmp_path, series):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (generated.root / "patches/compiler").symlink_to(elsewhere)
+    mbox = tmp_path / "series.mbox"
+    mbox.write_text("".join(series))
+    before = _checkout(generated)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "compiler"))
+    assert r.status == 2, r
+    assert "patches/compiler" in r.err and "symbolic link" in r.err, r.err
+    assert list(elsewhere.iterdir()) == []
+    assert _checkout(generated) == before
+
+
+def test_a_refused_mail_leaves_nothing_behind(generated, ktopic, tmp_path, series):
+    """Every mail is checked before any file is written: the mbox, once
+    corrected, is imported."""
+    mbox = tmp_path / "bad.mbox"
+    mbox.write_text(series[0] + series[1].replace("From: Test Porter <porter@example.org>\n", "")
+                    + series[2])
+    before = _checkout(generated)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 2, r
+    assert r.err == f"ktopic: {mbox}: mail 2: patch mail has no Author\n"
+    assert _checkout(generated) == before
+    mbox.write_text("".join(series))
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 0, r
+
+
+def test_an_interrupt_leaves_nothing_behind(generated, ktopic, tmp_path, series, monkeypatch):
+    """Ctrl-C while the manifest is edited: no patch file, no new directory,
+    no temporary directory is left."""
+    def interrupted(*a, **kw):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(manifest_edit, "set_patches", interrupted)
+    mbox = tmp_path / "series.mbox"
+    mbox.write_text("".join(series))
+    before = _checkout(generated)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "compiler"))
+    assert r.status == 130, r
     assert _checkout(generated) == before
 
 

@@ -11,19 +11,23 @@ to N/N with none missing, repeated or of another revision, or all without
 numbers (then in mbox order, as git am takes them).  Anything else (two
 series or revisions, a missing part, a numbered mail without a diff, a
 patch without a Subject:) is refused in one line that names the mails:
-pick one revision first (`b4 am -v N`).  The patches are appended to the
-topic.
+pick one revision first (`b4 am -v N`).
 
-A mail is kept as posted when git apply reads the same diff from it; an
-encoded one is written as a plain-text mail with the same author, date,
-subject, message and diff (git mailinfo reads both the same, or it is
-refused).
+Nothing is written before every mail has passed.  The patch files are
+made in a temporary directory in patches/ and linked into patches/<topic>/,
+never over an existing file and never through a symbolic link; any error
+or an interrupt before the manifest is edited removes them again.  A mail
+is kept as posted when git apply reads the same diff from it; an encoded
+one is written as a plain-text mail with the same author, date, subject,
+message and diff (git mailinfo reads both the same, or it is refused).
 
 Takes an mbox file or a directory of mails and a topic; gives the patch
 files written and the edited manifest."""
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 import subprocess
 import tempfile
@@ -32,6 +36,7 @@ from email.header import Header
 from email.utils import formataddr
 from pathlib import Path
 
+from ktopic import errors
 from ktopic.model import manifest_edit
 from ktopic.errors import KtopicError
 from ktopic.model.manifest import Manifest
@@ -258,21 +263,77 @@ def import_mbox(m: Manifest, source: Path, topic: str) -> tuple[Manifest, list[s
             n += 1
             files.append((f"{n:04d}-{manifest_edit.slug(pf.subject)}.patch",
                           _content(mail, pf, tmp)))
-        outdir = m.root / "patches" / topic
-        outdir.mkdir(parents=True, exist_ok=True)
-        written = []
-        for name, data in files:
-            if (outdir / name).exists():
-                raise KtopicError(f"patches/{topic}/{name} already exists", source)
-            (outdir / name).write_bytes(data)
-            written.append(name)
+        return _write(m, t, topic, source, files)
+
+
+def _write(m: Manifest, t, topic: str, source: Path,
+           files: list[tuple[str, bytes]]) -> tuple[Manifest, list[str]]:
+    """files into patches/<topic>/ and the manifest: all of them or, on
+    any error or interrupt, none (nor a directory made for them)."""
+    made: list[Path] = []               # directories made here, removed on failure
+    for d in (m.root / "patches", m.root / "patches" / topic):
+        shown = d.relative_to(m.root)
+        if d.is_symlink():
+            raise KtopicError(f"{shown} is a symbolic link: import-mbox writes no patch "
+                              f"through one", source)
+        if not d.exists():
+            try:
+                d.mkdir()
+            except OSError as e:
+                raise KtopicError(f"{shown} cannot be made: {e.strerror}", source) from None
+            made.append(d)
+        elif not d.is_dir():
+            raise KtopicError(f"{shown} is not a directory", source)
+    outdir = m.root / "patches" / topic
+    linked: list[str] = []
     try:
-        m2 = manifest_edit.set_patches(m, topic, [_entry(p) for p in t.patches] + written)
+        for name, _ in files:
+            if os.path.lexists(outdir / name):
+                what = " (a symbolic link)" if (outdir / name).is_symlink() else ""
+                raise KtopicError(f"patches/{topic}/{name} already exists{what}", source)
+        with tempfile.TemporaryDirectory(prefix="ktopic-mbox-", dir=outdir.parent) as stage:
+            for name, data in files:
+                Path(stage, name).write_bytes(data)
+            for name, _ in files:
+                errors.check_interrupted()
+                _link(Path(stage, name), outdir / name, f"patches/{topic}/{name}", source)
+                linked.append(name)
+            errors.check_interrupted()
+            m2 = manifest_edit.set_patches(m, topic, [_entry(p) for p in t.patches] +
+                                           [name for name, _ in files])
     except BaseException:
-        for name in written:
+        for name in linked:
             (outdir / name).unlink(missing_ok=True)
+        for d in reversed(made):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
         raise
-    return m2, written
+    return m2, [name for name, _ in files]
+
+
+def _link(src: Path, dst: Path, shown: str, source: Path) -> None:
+    """src made dst, never over an existing file or through a symbolic link."""
+    try:
+        os.link(src, dst, follow_symlinks=False)
+        return
+    except FileExistsError:
+        raise KtopicError(f"{shown} already exists", source) from None
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EMLINK):
+            raise KtopicError(f"{shown} cannot be written: {e.strerror}", source) from None
+    # A file system without hard links: create it, refusing what is there.
+    try:
+        fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    except FileExistsError:
+        raise KtopicError(f"{shown} already exists", source) from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(src.read_bytes())
+    except BaseException:
+        dst.unlink(missing_ok=True)
+        raise
 
 
 def _entry(p):
