@@ -305,3 +305,12 @@ def test_directory_file_holding_an_mbox(generated, ktopic, tmp_path, series):
     assert len(r.out.splitlines()) == 4, r.out
     one = (generated.root / "patches/names/0002-lib-names-one.patch").read_text()
     assert one.count("\ndiff --git ") == 1, one
+
+
+def test_an_empty_mbox_is_refused_in_one_line(generated, ktopic, tmp_path):
+    """git mailsplit complains in two lines; the error is one."""
+    mbox = tmp_path / "empty.mbox"
+    mbox.write_text("")
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 2, r
+    assert r.err.startswith(f"ktopic: {mbox}: not an mbox: empty mbox") and r.err.count("\n") == 1, r.err

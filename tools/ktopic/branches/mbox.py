@@ -53,12 +53,18 @@ def _raw_subject(path: Path) -> str:
     return re.sub(r"\s+", " ", m.group(1)).strip() if m else ""
 
 
+def _first_line(err: str) -> str:
+    """git's first complaint, for a one-line error."""
+    lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+    return re.sub(r"^(error|fatal): ", "", lines[0]) if lines else "git failed"
+
+
 def _mailsplit(path: Path, out: Path, shown: Path) -> list[Path]:
     out.mkdir()
     r = subprocess.run(["git", "mailsplit", "-b", f"-o{out}", str(path)],
                        capture_output=True, text=True, env=gitutil.env())
     if r.returncode != 0:
-        raise KtopicError(f"not an mbox: {r.stderr.strip()}", shown)
+        raise KtopicError(f"not an mbox: {_first_line(r.stderr)}", shown)
     return sorted(out.iterdir())
 
 
@@ -123,7 +129,7 @@ def _read(path: Path, where: str, label: str, tmp: Path) -> Mail:
         r = subprocess.run(["git", "mailinfo", "-k", "-u", str(msg), str(patch)], stdin=f,
                            capture_output=True, env=gitutil.env())
     if r.returncode != 0:
-        raise KtopicError(f"not a mail git am reads: {r.stderr.decode(errors='replace').strip()}",
+        raise KtopicError(f"not a mail git am reads: {_first_line(r.stderr.decode(errors='replace'))}",
                           where)
     info: dict[str, str] = {}
     for line in r.stdout.decode("utf-8", errors="replace").splitlines():
@@ -271,36 +277,40 @@ def _write(m: Manifest, t, topic: str, source: Path,
     """files into patches/<topic>/ and the manifest: all of them or, on
     any error or interrupt, none (nor a directory made for them)."""
     made: list[Path] = []               # directories made here, removed on failure
-    for d in (m.root / "patches", m.root / "patches" / topic):
-        shown = d.relative_to(m.root)
-        if d.is_symlink():
-            raise KtopicError(f"{shown} is a symbolic link: import-mbox writes no patch "
-                              f"through one", source)
-        if not d.exists():
-            try:
-                d.mkdir()
-            except OSError as e:
-                raise KtopicError(f"{shown} cannot be made: {e.strerror}", source) from None
-            made.append(d)
-        elif not d.is_dir():
-            raise KtopicError(f"{shown} is not a directory", source)
     outdir = m.root / "patches" / topic
     linked: list[str] = []
     try:
+        for d in (outdir.parent, outdir):
+            shown = d.relative_to(m.root)
+            if d.is_symlink():
+                raise KtopicError(f"{shown} is a symbolic link: import-mbox writes no patch "
+                                  f"through one", source)
+            if not d.exists():
+                try:
+                    d.mkdir()
+                except OSError as e:
+                    raise KtopicError(f"{shown} cannot be made: {e.strerror}", source) from None
+                made.append(d)
+            elif not d.is_dir():
+                raise KtopicError(f"{shown} is not a directory", source)
         for name, _ in files:
             if os.path.lexists(outdir / name):
                 what = " (a symbolic link)" if (outdir / name).is_symlink() else ""
                 raise KtopicError(f"patches/{topic}/{name} already exists{what}", source)
-        with tempfile.TemporaryDirectory(prefix="ktopic-mbox-", dir=outdir.parent) as stage:
-            for name, data in files:
-                Path(stage, name).write_bytes(data)
-            for name, _ in files:
-                errors.check_interrupted()
-                _link(Path(stage, name), outdir / name, f"patches/{topic}/{name}", source)
-                linked.append(name)
-            errors.check_interrupted()
-            m2 = manifest_edit.set_patches(m, topic, [_entry(p) for p in t.patches] +
-                                           [name for name, _ in files])
+        try:
+            with tempfile.TemporaryDirectory(prefix="ktopic-mbox-", dir=outdir.parent) as stage:
+                for name, data in files:
+                    Path(stage, name).write_bytes(data)
+                for name, _ in files:
+                    errors.check_interrupted()
+                    _link(Path(stage, name), outdir / name, f"patches/{topic}/{name}", source)
+                    linked.append(name)
+        except OSError as e:
+            raise KtopicError(f"patches/{topic}: cannot write the patches: {e.strerror}",
+                              source) from None
+        errors.check_interrupted()
+        m2 = manifest_edit.set_patches(m, topic, [_entry(p) for p in t.patches] +
+                                       [name for name, _ in files])
     except BaseException:
         for name in linked:
             (outdir / name).unlink(missing_ok=True)
