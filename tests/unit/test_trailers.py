@@ -7,6 +7,8 @@ import email.message
 import email.utils
 import mailbox
 import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -217,21 +219,21 @@ def test_insert_places():
     paragraph where the message has none; a patch without `---` refused."""
     from ktopic.errors import KtopicError
     from ktopic.send.trailers import insert
-    head = "From: A <a@x.org>\nSubject: [PATCH] s\n\n"
-    tail = "---\n f | 1 +\n"
+    head = b"From: A <a@x.org>\nSubject: [PATCH] s\n\n"
+    tail = b"---\n f | 1 +\n"
     new = ["Reviewed-by: R <r@x.org>"]
-    chain = head + "Text.\n\nSigned-off-by: A <a@x.org>\nSigned-off-by: M <m@x.org>\n" + tail
+    chain = head + b"Text.\n\nSigned-off-by: A <a@x.org>\nSigned-off-by: M <m@x.org>\n" + tail
     assert insert(chain, new, "m@x.org", "p") == head + (
-        "Text.\n\nSigned-off-by: A <a@x.org>\nReviewed-by: R <r@x.org>\n"
-        "Signed-off-by: M <m@x.org>\n") + tail
+        b"Text.\n\nSigned-off-by: A <a@x.org>\nReviewed-by: R <r@x.org>\n"
+        b"Signed-off-by: M <m@x.org>\n") + tail
     assert insert(chain, new, "z@x.org", "p") == head + (
-        "Text.\n\nSigned-off-by: A <a@x.org>\nSigned-off-by: M <m@x.org>\n"
-        "Reviewed-by: R <r@x.org>\n") + tail
-    assert insert(head + "Text.\n" + tail, new, "m@x.org", "p") == \
-        head + "Text.\n\nReviewed-by: R <r@x.org>\n" + tail
+        b"Text.\n\nSigned-off-by: A <a@x.org>\nSigned-off-by: M <m@x.org>\n"
+        b"Reviewed-by: R <r@x.org>\n") + tail
+    assert insert(head + b"Text.\n" + tail, new, "m@x.org", "p") == \
+        head + b"Text.\n\nReviewed-by: R <r@x.org>\n" + tail
     with pytest.raises(KtopicError) as e:
-        insert(head + "Text.\n", new, "m@x.org", "p")
-    assert str(e.value).startswith("p: no `---` line")
+        insert(head + b"Text.\n", new, "m@x.org", "p")
+    assert str(e.value).startswith("p: no line ends the commit message")
 
 
 def test_message_ids_of_a_partly_sent_revision():
@@ -245,3 +247,148 @@ def test_message_ids_of_a_partly_sent_revision():
     st = State("counters", None, "cid", 3, {1: r1, 2: one, 3: written})
     assert last_sent(st) is one
     assert yaml.safe_dump(written.to_dict())      # unchanged format
+
+
+# A revision recorded as sent, with Message-Ids of our own making: replies
+# to them are matched without mailing anything.
+MAILED = """\
+change-id: 20260101-test-series-counters-abcdef
+revision: 1
+revisions:
+  1:
+    head: {head}
+    start: {base}
+    tree: x
+    base: {base}
+    own: 2
+    stack:
+    - {{file: {p1}, blob: x}}
+    - {{file: {p2}, blob: x}}
+    date: '2026-01-01'
+    sent: '2026-01-01'
+    messages: 3
+    delivered: ['<cover@example.org>', '<p1@example.org>', '<p2@example.org>']
+"""
+
+
+@pytest.fixture
+def mailed(generated):
+    """counters recorded as sent (v1), its patches <p1@...> and <p2@...>."""
+    (generated.root / "mail").mkdir(exist_ok=True)
+    (generated.root / "mail/counters.yaml").write_text(MAILED.format(
+        head=generated.git("rev-parse", "topic/counters").strip(),
+        base=generated.git("rev-parse", "base").strip(), p1=P1, p2=P2))
+    return generated
+
+
+def reply_mbox(path, *replies) -> None:
+    """An mbox of replies (sender, Message-Id it answers, body), in UTF-8."""
+    msgs = []
+    for n, (sender, to, text) in enumerate(replies):
+        msg = email.message.Message()
+        msg["From"] = sender
+        msg["To"] = "Test Porter <porter@example.org>"
+        msg["Subject"] = "Re: [PATCH] lib/counter"
+        msg["Date"] = email.utils.formatdate(1796378400 + n * 60, usegmt=True)
+        msg["Message-Id"] = f"<reply-{n}@example.net>"
+        msg["In-Reply-To"] = to
+        msg["References"] = f"<cover@example.org> {to}"
+        msg.set_payload(text.encode(), "utf-8")
+        msgs.append(msg)
+    write_mbox(path, msgs)
+
+
+RITA = "Rita Reviewer <rita@example.org>"
+
+
+def test_trailers_keep_the_patch_bytes(mailed, ktopic, tmp_path):
+    """A patch that adds a file with CRLF lines: the file is rewritten with
+    the trailer added and every other byte as it was, and the regenerated
+    branch still has the CRs."""
+    p = mailed.root / P1
+    data = p.read_bytes()
+    add = (b"diff --git a/lib/dos.txt b/lib/dos.txt\nnew file mode 100644\n"
+           b"index 0000000..1111111\n--- /dev/null\n+++ b/lib/dos.txt\n"
+           b"@@ -0,0 +1,2 @@\n+line one\r\n+line two\r\n")
+    at = data.index(b"diff --git")
+    data = data[:at] + add + data[at:]
+    p.write_bytes(data)
+    assert ktopic(*mailed.args("generate")).status == 0
+    reply_mbox(tmp_path / "r.mbox", (RITA, "<p1@example.org>", f"Reviewed-by: {RITA}\n"))
+    r = ktopic(*mailed.args("trailers", "counters", "--mbox", tmp_path / "r.mbox"))
+    assert r.status == 0, r
+    sob = b"Signed-off-by: Test Porter <porter@example.org>\n"
+    assert p.read_bytes() == data.replace(sob, f"Reviewed-by: {RITA}\n".encode() + sob, 1)
+    blob = subprocess.run(["git", "--git-dir", str(mailed.workdir / "linux.git"), "show",
+                           "topic/counters~1:lib/dos.txt"], capture_output=True, check=True)
+    assert blob.stdout == b"line one\r\nline two\r\n"
+
+
+def test_trailers_go_into_the_message_that_no_dashes_line_ends(mailed, ktopic, tmp_path):
+    """A message that runs straight into its diff (git am takes it), whose
+    hunk removes a line `--`: the trailer goes into the message, before the
+    `diff --git` line where mailinfo ends it, not at the hunk's `---` line."""
+    p1, p2 = mailed.root / P1, mailed.root / P2
+    text = p1.read_text()
+    at = text.index("diff --git")
+    p1.write_text(text[:at] + "diff --git a/lib/sig.txt b/lib/sig.txt\nnew file mode 100644\n"
+                  "index 0000000..1111111\n--- /dev/null\n+++ b/lib/sig.txt\n"
+                  "@@ -0,0 +1,3 @@\n+a\n+--\n+b\n" + text[at:])
+    head, rest = p2.read_text().split("\n---\n", 1)
+    before = (head + "\n\ndiff --git a/lib/sig.txt b/lib/sig.txt\nindex 1111111..2222222 100644\n"
+              "--- a/lib/sig.txt\n+++ b/lib/sig.txt\n@@ -1,3 +1,2 @@\n a\n---\n b\n"
+              + rest[rest.index("diff --git"):])
+    p2.write_text(before)
+    assert ktopic(*mailed.args("generate")).status == 0
+    reply_mbox(tmp_path / "r.mbox", (RITA, "<p2@example.org>", f"Reviewed-by: {RITA}\n"))
+    r = ktopic(*mailed.args("trailers", "counters", "--mbox", tmp_path / "r.mbox"))
+    assert r.status == 0, r
+    sob = "Signed-off-by: Test Porter <porter@example.org>\n"
+    assert p2.read_text() == before.replace(sob, f"Reviewed-by: {RITA}\n" + sob, 1)
+    assert mailed.git("log", "-1", "--format=%b", "topic/counters").endswith(
+        f"Reviewed-by: {RITA}\n{sob}\n")
+    assert mailed.git("show", "topic/counters:lib/sig.txt") == "a\nb\n"
+
+
+def latin1(p) -> bytes:
+    """The patch file p declaring ISO-8859-1, with a latin-1 word in its message."""
+    data = p.read_bytes().replace(
+        b"Subject:", b"MIME-Version: 1.0\nContent-Type: text/plain; charset=ISO-8859-1\n"
+        b"Content-Transfer-Encoding: 8bit\nSubject:", 1)
+    data = data.replace(b"Why: a test needs it.", b"Why: a test needs it, caf\xe9.", 1)
+    p.write_bytes(data)
+    return data
+
+
+def test_trailers_in_a_patch_in_another_charset(mailed, ktopic, tmp_path):
+    """The trailer is written in the charset the patch declares, so that git
+    am reads it as sent: no traceback on the patch's latin-1 bytes, no UTF-8
+    bytes read as latin-1 in the commit."""
+    p = mailed.root / P1
+    data = latin1(p)
+    assert ktopic(*mailed.args("generate")).status == 0
+    rene = "René Reviewer <rene@example.org>"
+    reply_mbox(tmp_path / "r.mbox", (rene, "<p1@example.org>", f"Reviewed-by: {rene}\n"))
+    r = ktopic(*mailed.args("trailers", "counters", "--mbox", tmp_path / "r.mbox"))
+    assert r.status == 0, r
+    sob = b"Signed-off-by: Test Porter <porter@example.org>\n"
+    assert p.read_bytes() == data.replace(sob, f"Reviewed-by: {rene}\n".encode("latin-1") + sob)
+    assert mailed.git("log", "-1", "--format=%b", "topic/counters~1") == (
+        f"Why: a test needs it, café.\nReviewed-by: {rene}\n{sob.decode()}\n")
+
+
+def test_a_trailer_the_patch_charset_cannot_hold_is_refused(mailed, ktopic, tmp_path):
+    p = mailed.root / P1
+    data = latin1(p)
+    li = "李 Reviewer <li@example.org>"
+    reply_mbox(tmp_path / "r.mbox", (li, "<p1@example.org>", f"Reviewed-by: {li}\n"))
+    refs = mailed.refs()
+    r = ktopic(*mailed.args("trailers", "counters", "--mbox", tmp_path / "r.mbox"))
+    assert r.status == 2, r
+    line = data[:data.index(b"Signed-off-by:")].count(b"\n") + 1
+    assert r.err == (f"ktopic: {P1}:{line}: the mail's charset iso-8859-1 cannot hold "
+                     f"'Reviewed-by: {li}'; nothing was written (a patch file in UTF-8 could "
+                     f"take it)\n"), r.err
+    assert p.read_bytes() == data
+    assert mailed.refs() == refs
+    assert sorted(x.name for x in p.parent.iterdir()) == sorted([p.name, Path(P2).name])

@@ -15,15 +15,28 @@ What is not taken is said, one line each: a reply to another series or to
 an older revision, a trailer whose address does not parse, a trailer that
 names someone other than the reply's sender (b4's rule), one from the
 patch's own author that only restates the sign-off, one already there.
+
+A patch file is edited as bytes: only the trailer lines are added, in the
+file's charset and with its line ends; the rest (CRLF lines of the diff,
+text in another charset) stays byte for byte.  The message ends where git
+mailinfo ends it (the first `---`, `diff -` or `Index: ` line of the body),
+and the written file is checked with mailinfo to give the same diff and
+the same message plus the trailers.  A file that cannot be edited so (base64
+or quoted-printable, multipart, a charset that cannot hold a trailer) is
+refused with its name.
 """
 
 from __future__ import annotations
 
+import codecs
+import email.parser
+import email.policy
 import email.utils
 import logging
 import mailbox
 import os
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,7 +66,8 @@ class PatchEdit:
     file: str               # patches/<topic>/<name>.patch, relative to the checkout
     path: Path
     add: list[Taken] = field(default_factory=list)
-    text: str = ""          # the new file, once planned
+    data: bytes = b""       # the new file, once planned
+    old: bytes = b""        # the file as it was read
 
 
 @dataclass
@@ -94,59 +108,152 @@ def _clean(mid: str) -> str:
     return mid.strip().strip("<>")
 
 
-def _existing(text: str) -> list[tuple[str, str, str]]:
+def _existing(data: bytes, display: str) -> list[tuple[str, str, str]]:
     """(lname, address, line) of the trailers of the patch's message, as
     b4 parses them (a `# note` after the address is not part of it)."""
     import b4
-    found, _ = b4.LoreMessage.find_trailers("\n".join(_message_lines(text)[2]))
+    lay = _layout(data, display)
+    found, _ = b4.LoreMessage.find_trailers("\n".join(lay.text(i) for i in lay.block))
     return [(t.lname, t.addr[1].lower() if t.type == "person" and t.addr else "",
              t.as_string(omit_extinfo=True)) for t in found]
 
 
-def _message_lines(text: str) -> tuple[list[str], int, list[str]]:
-    """(lines of the file, index of the last line of the message, its trailer
-    block).  The message ends at the first `---` line after the headers, as
-    for git am."""
-    lines = text.split("\n")
+_SPACE = b" \t\n\v\f\r"            # C's isspace()
+
+
+def _header_line(line: bytes) -> bool:
+    """git mailinfo's is_rfc2822_header(): a line of the mail's header."""
+    if line.startswith((b"From ", b">From ")):
+        return True
+    for c in line:
+        if c == 58:                     # ':'
+            return True
+        if not (33 <= c <= 126):
+            return False
+    return False
+
+
+def _patchbreak(line: bytes) -> bool:
+    """git mailinfo's patchbreak(): the line (with its newline) that ends
+    the commit message: `diff -`, `Index: `, `--- <name>` or `---` and
+    white space only."""
+    if line.startswith((b"diff -", b"Index: ")):
+        return True
+    if len(line) < 4 or not line.startswith(b"---"):
+        return False
+    if line[3] == 32 and (len(line) < 5 or line[4] not in _SPACE):
+        return True
+    for c in line[3:]:
+        if c == 10:
+            return True
+        if c not in _SPACE:
+            return False
+    return False
+
+
+def _eol(line: bytes) -> bytes:
+    return b"\r\n" if line.endswith(b"\r\n") else b"\n" if line.endswith(b"\n") else b""
+
+
+@dataclass
+class _Layout:
+    """Where things are in a patch file's bytes."""
+    lines: list[bytes]      # each with its line end
+    codec: str              # Python's name of the body's charset
+    charset: str            # as the mail declares it, "" when it does not
+    body: int               # index of the first line after the header
+    end: int                # index of the message's last line that is not blank
+    block: list[int]        # indexes of its trailer block, [] when it has none
+
+    def text(self, i: int) -> str:
+        return self.lines[i].rstrip(b"\r\n").decode(self.codec, errors="replace")
+
+
+def _layout(data: bytes, display: str) -> _Layout:
+    """The patch file's lines, header, message and trailer block, found as
+    git mailinfo finds them; a mail whose body cannot be edited in place
+    is refused."""
+    lines = [x for x in re.split(rb"(?<=\n)", data) if x]     # at LF only, as git reads
+    body = 0
+    while body < len(lines) and (_header_line(lines[body].rstrip(b"\r\n")) or
+                                 (body and lines[body][:1] in (b" ", b"\t"))):
+        body += 1
+    head = b"".join(x for x in lines[:body] if not x.startswith((b"From ", b">From ")))
+    msg = email.parser.BytesHeaderParser(policy=email.policy.compat32).parsebytes(head)
+
+    def line_of(name: str) -> int:
+        return next((i + 1 for i, x in enumerate(lines[:body])
+                     if x.lower().startswith(name.lower().encode() + b":")), 1)
+    cte = str(msg.get("Content-Transfer-Encoding", "")).strip().lower()
+    if cte in ("base64", "quoted-printable"):
+        raise KtopicError(f"the message is {cte} encoded; trailers cannot be added to it in "
+                          f"place", display, line_of("Content-Transfer-Encoding"))
+    if msg.get_content_maintype() == "multipart":
+        raise KtopicError("a multipart mail; trailers cannot be added to it in place",
+                          display, line_of("Content-Type"))
+    charset = msg.get_content_charset() or "" if msg.get("Content-Type") else ""
     try:
-        start = lines.index("")
-        sep = lines.index("---", start)
-    except ValueError:
-        return lines, -1, []
-    end = sep - 1
-    while end > start and not lines[end].strip():
+        codec = codecs.lookup(charset or "utf-8").name
+        ascii_safe = "Ab-: <@>\n".encode(codec) == b"Ab-: <@>\n"
+    except (LookupError, UnicodeError):
+        codec, ascii_safe = "", False
+    if not ascii_safe:
+        raise KtopicError(f"the mail's charset {charset!r} is not one trailers can be added in",
+                          display, line_of("Content-Type"))
+    brk = next((i for i in range(body, len(lines)) if _patchbreak(lines[i])), None)
+    if brk is None:
+        raise KtopicError("no line ends the commit message (`---`, `diff -`, `Index: `, as for "
+                          "git mailinfo): not a git format-patch file", display)
+    end = brk - 1
+    while end >= body and not lines[end].strip(_SPACE):
         end -= 1
-    first = end
-    while first > start and lines[first - 1].strip():
-        first -= 1
-    block = lines[first:end + 1]
-    if not block or not all(TRAILER_LINE.match(b) or b[:1] in (" ", "\t", "[") for b in block):
-        block = []
-    return lines, end, block
+    lay = _Layout(lines, codec, charset, body, end, [])
+    if end >= body:
+        first = end
+        while first > body and lines[first - 1].strip(_SPACE):
+            first -= 1
+        block = list(range(first, end + 1))
+        if all(TRAILER_LINE.match(lay.text(i)) or lay.text(i)[:1] in (" ", "\t", "[")
+               for i in block):
+            lay.block = block
+    return lay
 
 
-def insert(text: str, new: list[str], applier: str, display: str) -> str:
-    """The patch file text with new trailer lines in its trailer block:
-    before the last Signed-off-by of the applier, else after the last
-    trailer (a message without trailers gets a new paragraph)."""
-    if re.search(r"^Content-Transfer-Encoding:\s*(base64|quoted-printable)", text.split("\n\n")[0],
-                 re.M | re.I):
-        raise KtopicError("the message is base64 or quoted-printable encoded; trailers cannot be "
-                          "added to it in place", display)
-    lines, end, block = _message_lines(text)
-    if end < 0:
-        raise KtopicError("no `---` line ends the commit message: not a git format-patch file",
-                          display)
-    if not block:
-        return "\n".join(lines[:end + 1] + [""] + new + lines[end + 1:])
-    at = end + 1
-    for i in range(end, end - len(block), -1):
-        m = TRAILER_LINE.match(lines[i])
-        if m and m.group(1).lower() == "signed-off-by" and \
-                email.utils.parseaddr(m.group(2))[1].lower() == applier.lower():
-            at = i
-            break
-    return "\n".join(lines[:at] + new + lines[at:])
+def insert(data: bytes, new: list[str], applier: str, display: str) -> bytes:
+    """The patch file with new trailer lines in its trailer block: before
+    the last Signed-off-by of the applier, else after the last trailer (a
+    message without trailers gets a new paragraph).  Every other byte of
+    the file stays as it was; the new lines are in the mail's charset, with
+    the line end of the message's last line."""
+    lay = _layout(data, display)
+    lines, end = lay.lines, lay.end
+    eol = _eol(lines[end]) or b"\n"
+    if not lay.charset and any(not x.isascii() for x in new):
+        try:
+            b"".join(lines[lay.body:end + 1]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise KtopicError("the message is not UTF-8 and the mail names no charset: a "
+                              "trailer that is not ASCII cannot be added to it", display,
+                              end + 1) from None
+    enc = []
+    for x in new:
+        try:
+            enc.append(x.encode(lay.codec) + eol)
+        except UnicodeEncodeError:
+            raise KtopicError(f"the mail's charset {lay.charset} cannot hold '{x}'; nothing "
+                              f"was written (a patch file in UTF-8 could take it)", display,
+                              end + 1) from None
+    if not lay.block:
+        at, enc = end + 1, [eol, *enc]
+    else:
+        at = end + 1
+        for i in reversed(lay.block):
+            m = TRAILER_LINE.match(lay.text(i))
+            if m and m.group(1).lower() == "signed-off-by" and \
+                    email.utils.parseaddr(m.group(2))[1].lower() == applier.lower():
+                at = i
+                break
+    return b"".join(lines[:at] + enc + lines[at:])
 
 
 def _address_problem(value: str) -> str:
@@ -191,6 +298,7 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
     where = str(mbox)
     applier = email.utils.parseaddr(m.series.sender or "")[1]
     patches: dict[int, tuple[str, object]] = {}
+    existings: dict[str, list] = {}
 
     def patch(i: int):
         if i not in patches:
@@ -253,7 +361,10 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
                                        f"is no longer in the checkout")
                     continue
                 ed = out.edits.setdefault(f, PatchEdit(f, Path(m.root, f)))
-                existing = _existing(pf.path.read_text())
+                if f not in existings:
+                    ed.old = pf.path.read_bytes()
+                    existings[f] = _existing(ed.old, f)
+                existing = existings[f]
                 if addr and addr == pf.email.lower() and any(
                         n == "signed-off-by" and a == addr for n, a, _ in existing):
                     out.skipped.append(f"{what}: '{line}': from the author of {f}, whose "
@@ -274,8 +385,28 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
         if not ed.add:
             del out.edits[f]
             continue
-        ed.text = insert(ed.path.read_text(), [a.line for a in ed.add], applier, f)
+        ed.data = insert(ed.old, [a.line for a in ed.add], applier, f)
     return out
+
+
+def _check(ed: PatchEdit, tmp: Path) -> None:
+    """The file written to tmp gives, read by git mailinfo as git am reads
+    it, the same author, subject, diff and message as the patch file, the
+    message with the new trailers in it."""
+    old, new = parse(ed.path, ed.file), parse(tmp, ed.file)
+    if (new.author, new.email, new.date, new.subject, new.diff) != \
+            (old.author, old.email, old.date, old.subject, old.diff):
+        raise KtopicError("adding the trailers would change more than the commit message "
+                          "git am reads; nothing was written", ed.file)
+    lines = [x.rstrip() for x in new.body.split("\n") if x.strip()]
+    for a in ed.add:
+        if a.line not in lines:
+            raise KtopicError(f"'{a.line}' would not be in the commit message git am reads; "
+                              f"nothing was written", ed.file)
+        lines.remove(a.line)
+    if lines != [x.rstrip() for x in old.body.split("\n") if x.strip()]:
+        raise KtopicError("adding the trailers would change the rest of the commit message "
+                          "git am reads; nothing was written", ed.file)
 
 
 def write(p: Plan) -> None:
@@ -284,10 +415,14 @@ def write(p: Plan) -> None:
     tmps = []
     try:
         for ed in p.edits.values():
+            if ed.path.read_bytes() != ed.old:
+                raise KtopicError("changed while the replies were read; nothing was written",
+                                  ed.file)
             tmp = ed.path.with_name(f".{ed.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(ed.text)
-            parse(tmp, ed.file)             # still a patch mail git am takes
             tmps.append((tmp, ed.path))
+            tmp.write_bytes(ed.data)
+            shutil.copymode(ed.path, tmp)
+            _check(ed, tmp)                 # the same patch to git am, the trailers added
         for tmp, path in tmps:
             tmp.replace(path)
     finally:
