@@ -392,3 +392,26 @@ def test_a_trailer_the_patch_charset_cannot_hold_is_refused(mailed, ktopic, tmp_
     assert p.read_bytes() == data
     assert mailed.refs() == refs
     assert sorted(x.name for x in p.parent.iterdir()) == sorted([p.name, Path(P2).name])
+
+
+def test_a_trailer_with_a_control_character_is_not_taken(mailed, ktopic, tmp_path):
+    """A form feed or U+2028 inside a trailer line: a reader that splits
+    lines there would see a second trailer (a forged sign-off) in the
+    commit.  Not taken, and said so with the character escaped."""
+    reply_mbox(tmp_path / "r.mbox",
+               (RITA, "<p1@example.org>",
+                "Reviewed-by: Rita\x0cSigned-off-by: Linus <rita@example.org>\n"),
+               (RITA, "<p1@example.org>",
+                f"Tested-by: {RITA}\u2028Signed-off-by: Linus <torvalds@example.org>\n"))
+    before = (mailed.root / P1).read_bytes()
+    r = ktopic(*mailed.args("trailers", "counters", "--mbox", tmp_path / "r.mbox"))
+    assert r.status == 0, r
+    assert "added 0 trailers" in r.out, r.out
+    assert r.err.splitlines() == [
+        f"ktopic: skipped: {tmp_path / 'r.mbox'}: <reply-0@example.net> from {RITA}: "
+        "'Reviewed-by: Rita\\x0cSigned-off-by: Linus <rita@example.org>': it holds a control "
+        "character (U+000C)",
+        f"ktopic: skipped: {tmp_path / 'r.mbox'}: <reply-1@example.net> from {RITA}: "
+        f"'Tested-by: {RITA}\\u2028Signed-off-by: Linus <torvalds@example.org>': it holds a "
+        "control character (U+2028)"], r.err
+    assert (mailed.root / P1).read_bytes() == before

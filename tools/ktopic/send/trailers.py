@@ -14,7 +14,9 @@ applying (``series.from``), each once.
 What is not taken is said, one line each: a reply to another series or to
 an older revision, a trailer whose address does not parse, a trailer that
 names someone other than the reply's sender (b4's rule), one from the
-patch's own author that only restates the sign-off, one already there.
+patch's own author that only restates the sign-off, one already there, one
+holding a control character (a form feed, U+2028, ...) that a reader
+splitting lines would take for two.
 
 A patch file is edited as bytes: only the trailer lines are added, in the
 file's charset and with its line ends; the rest (CRLF lines of the diff,
@@ -37,6 +39,7 @@ import mailbox
 import os
 import re
 import shutil
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -256,6 +259,22 @@ def insert(data: bytes, new: list[str], applier: str, display: str) -> bytes:
     return b"".join(lines[:at] + enc + lines[at:])
 
 
+def _control(s: str) -> str:
+    """The first control character of s (C0, C1, a line or paragraph
+    separator; a tab is white space), as U+XXXX, or ""."""
+    for c in s:
+        if c != "\t" and unicodedata.category(c) in ("Cc", "Zl", "Zp"):
+            return f"U+{ord(c):04X}"
+    return ""
+
+
+def _shown(s: str) -> str:
+    """s with its control characters written as escapes, for one line of
+    a report."""
+    return "".join((f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+                   if _control(c) else c for c in s)
+
+
 def _address_problem(value: str) -> str:
     """Why a person trailer's value is not `Name <address>` or `address`."""
     name, addr = email.utils.parseaddr(value)
@@ -316,7 +335,7 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
         took = [(t.lname, t.value) for t in lmsg.trailers]
         loose = []              # person trailers b4 would not take: no address
         if (lmsg.reply or lmsg.in_reply_to) and not lmsg.has_diff:
-            for line in body.splitlines():
+            for line in body.split("\n"):        # as b4 and git split lines
                 lm = TRAILER_LINE.match(line.strip("\r"))
                 if lm and PERSON_TAG.match(lm.group(1)) and not any(
                         lm.group(1).lower() == n and lm.group(2).startswith(v) for n, v in took):
@@ -339,11 +358,19 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
             continue
         out.replies += 1
         for line in loose:
-            out.skipped.append(f"{what}: '{line}': its address does not parse")
+            bad = _control(line)
+            out.skipped.append(f"{what}: '{line}': " + (
+                f"it holds a control character ({bad})" if bad else "its address does not parse"))
         _, mismatches = lmsg.get_trailers(sloppy=False)
         targets = range(len(files)) if target == -1 else [target]
         for t in lmsg.trailers:
             line = t.as_string()
+            bad = _control(line)
+            if bad:
+                # A form feed, U+2028, ... : a reader that splits lines
+                # there would see another trailer in the commit message.
+                out.skipped.append(f"{what}: '{line}': it holds a control character ({bad})")
+                continue
             if t.type == "person":
                 why = _address_problem(t.value)
                 if why:
@@ -386,6 +413,7 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
             del out.edits[f]
             continue
         ed.data = insert(ed.old, [a.line for a in ed.add], applier, f)
+    out.skipped = [_shown(x) for x in out.skipped]
     return out
 
 
