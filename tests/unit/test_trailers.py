@@ -415,3 +415,23 @@ def test_a_trailer_with_a_control_character_is_not_taken(mailed, ktopic, tmp_pat
         f"'Tested-by: {RITA}\\u2028Signed-off-by: Linus <torvalds@example.org>': it holds a "
         "control character (U+2028)"], r.err
     assert (mailed.root / P1).read_bytes() == before
+
+
+def test_a_recorded_patch_path_outside_patches_is_refused(generated, ktopic, tmp_path):
+    """mail/<label>.yaml is the project's, as untrusted as the manifest: a
+    patch path in it that leads out of patches/ is refused with its line,
+    and the file there is not written."""
+    outside = tmp_path / "outside.patch"
+    outside.write_bytes((generated.root / P1).read_bytes())
+    (generated.root / "mail").mkdir(exist_ok=True)
+    state = MAILED.format(head=generated.git("rev-parse", "topic/counters").strip(),
+                          base=generated.git("rev-parse", "base").strip(), p1=outside, p2=P2)
+    (generated.root / "mail/counters.yaml").write_text(state)
+    reply_mbox(tmp_path / "r.mbox", (RITA, "<p1@example.org>", f"Reviewed-by: {RITA}\n"))
+    before = outside.read_bytes()
+    r = ktopic(*generated.args("trailers", "counters", "--mbox", tmp_path / "r.mbox"))
+    line = state[:state.index(str(outside))].count("\n") + 1
+    assert r.status == 2, r
+    assert r.err == (f"ktopic: mail/counters.yaml:{line}: patch 1 of v1 is recorded as "
+                     f"'{outside}', which is not a file under patches/\n"), r.err
+    assert outside.read_bytes() == before
