@@ -208,8 +208,8 @@ def _one_series(patches: list[Mail], source: Path) -> list[Mail]:
     if missing:
         have = ", ".join(f"{m.counter}/{m.total} in {m.label}" for m in
                          sorted(patches, key=lambda m: m.counter))
-        raise KtopicError(f"patch {missing[0]}/{first.total} of the series is not in it "
-                          f"(it has {have}): git am would apply the rest without it", source)
+        raise KtopicError(f"patch {missing[0]}/{first.total} of the series is missing "
+                          f"(there are {have}): a series is imported whole", source)
     return [by_n[n] for n in sorted(by_n)]
 
 
