@@ -314,3 +314,19 @@ def test_an_empty_mbox_is_refused_in_one_line(generated, ktopic, tmp_path):
     r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
     assert r.status == 2, r
     assert r.err.startswith(f"ktopic: {mbox}: not an mbox: empty mbox") and r.err.count("\n") == 1, r.err
+
+
+def test_an_encoded_subject_is_known_the_second_time(generated, ktopic, tmp_path, series):
+    """A patch written from a quoted-printable mail has an RFC 2047
+    Subject:; importing the series again is refused all the same."""
+    mbox = tmp_path / "qp.mbox"
+    one = _encoded(series[0], "quoted-printable").replace(
+        "Subject: [PATCH 1/3] lib/names: one", "Subject: =?UTF-8?q?=5BPATCH_1/3=5D_lib/names:_=C3=A9one?=")
+    mbox.write_text(one + series[1] + series[2])
+    assert ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names")).status == 0
+    before = _checkout(generated)
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 2, r
+    assert r.err == (f"ktopic: {mbox}: mail 1: 'lib/names: \u00e9one' is already in topic names as "
+                     f"patches/names/0002-lib-names-one.patch\n"), r.err
+    assert _checkout(generated) == before

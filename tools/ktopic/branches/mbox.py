@@ -32,7 +32,7 @@ import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from email.header import Header
+from email.header import Header, decode_header, make_header
 from email.utils import formataddr
 from pathlib import Path
 
@@ -49,8 +49,15 @@ PREFIX = re.compile(r"\s*\[([^\]]*)\]")
 
 
 def _raw_subject(path: Path) -> str:
+    """The Subject: of a patch file, RFC 2047 words decoded, as a mail's."""
     m = re.search(r"^Subject: (.*(?:\n[ \t].*)*)", path.read_text(errors="replace"), re.M)
-    return re.sub(r"\s+", " ", m.group(1)).strip() if m else ""
+    if not m:
+        return ""
+    try:
+        subject = str(make_header(decode_header(m.group(1))))
+    except (ValueError, LookupError, UnicodeError):
+        subject = m.group(1)
+    return re.sub(r"\s+", " ", subject).strip()
 
 
 def _first_line(err: str) -> str:
