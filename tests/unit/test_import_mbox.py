@@ -181,7 +181,8 @@ def test_series_with_a_missing_part_is_refused(generated, ktopic, tmp_path, seri
     before = _checkout(generated)
     r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
     assert r.status == 2, r
-    assert r.err.startswith(f"ktopic: {mbox}: ") and "2/3" in r.err and r.err.count("\n") == 1, r.err
+    assert r.err.startswith(f"ktopic: {mbox}: ") and "2/3" in r.err, r.err
+    assert r.err.count("\n") == 1
     assert _checkout(generated) == before
 
 
@@ -313,7 +314,8 @@ def test_an_empty_mbox_is_refused_in_one_line(generated, ktopic, tmp_path):
     mbox.write_text("")
     r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
     assert r.status == 2, r
-    assert r.err.startswith(f"ktopic: {mbox}: not an mbox: empty mbox") and r.err.count("\n") == 1, r.err
+    assert r.err.startswith(f"ktopic: {mbox}: not an mbox: empty mbox"), r.err
+    assert r.err.count("\n") == 1
 
 
 def test_an_encoded_subject_is_known_the_second_time(generated, ktopic, tmp_path, series):
@@ -321,7 +323,8 @@ def test_an_encoded_subject_is_known_the_second_time(generated, ktopic, tmp_path
     Subject:; importing the series again is refused all the same."""
     mbox = tmp_path / "qp.mbox"
     one = _encoded(series[0], "quoted-printable").replace(
-        "Subject: [PATCH 1/3] lib/names: one", "Subject: =?UTF-8?q?=5BPATCH_1/3=5D_lib/names:_=C3=A9one?=")
+        "Subject: [PATCH 1/3] lib/names: one",
+        "Subject: =?UTF-8?q?=5BPATCH_1/3=5D_lib/names:_=C3=A9one?=")
     mbox.write_text(one + series[1] + series[2])
     assert ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names")).status == 0
     before = _checkout(generated)

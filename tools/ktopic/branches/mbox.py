@@ -136,8 +136,8 @@ def _read(path: Path, where: str, label: str, tmp: Path) -> Mail:
         r = subprocess.run(["git", "mailinfo", "-k", "-u", str(msg), str(patch)], stdin=f,
                            capture_output=True, env=gitutil.env())
     if r.returncode != 0:
-        raise KtopicError(f"not a mail git am reads: {_first_line(r.stderr.decode(errors='replace'))}",
-                          where)
+        why = _first_line(r.stderr.decode(errors="replace"))
+        raise KtopicError(f"not a mail git am reads: {why}", where)
     info: dict[str, str] = {}
     for line in r.stdout.decode("utf-8", errors="replace").splitlines():
         k, _, v = line.partition(": ")
