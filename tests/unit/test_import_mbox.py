@@ -117,6 +117,8 @@ def test_replies_are_not_patches(generated, ktopic, tmp_path, series):
     assert r.out.splitlines()[:3] == ["patches/names/0002-lib-names-one.patch",
                                       "patches/names/0003-lib-names-two.patch",
                                       "patches/names/0004-lib-names-three.patch"]
+    assert r.err == (f"ktopic: skipped: {mbox}: mail 4: a reply "
+                     f"('Re: [PATCH 2/3] lib/names: two')\n"), r.err
     assert ktopic(*generated.args("generate", "names")).status == 0
     assert _subjects(generated)[-3:] == ["lib/names: one", "lib/names: two", "lib/names: three"]
 
@@ -129,6 +131,8 @@ def test_interdiff_cover_letter_is_not_a_patch(generated, ktopic, tmp_path, seri
     r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
     assert r.status == 0, r
     assert r.out.splitlines()[0] == "patches/names/0002-lib-names-one.patch"
+    assert r.err == (f"ktopic: skipped: {mbox}: mail 1: a cover letter "
+                     f"('[PATCH v2 0/3] lib/names: three more names')\n"), r.err
     assert not list((generated.root / "patches/names").glob("*SUBJECT*"))
     assert len(list((generated.root / "patches/names").iterdir())) == 4
 

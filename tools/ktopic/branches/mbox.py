@@ -6,12 +6,12 @@ git am reads them: a base64 or quoted-printable body is decoded, and the
 CRs of CRLF mails are dropped.  A patch is a mail with a diff that is not
 a reply (`Re:`, `Aw:`, `Fwd:`) and not a cover letter (`[PATCH 0/N]`, with
 or without an interdiff or range-diff); other mails are passed over, as b4
-passes them over.  The patches must be one series: `[PATCH n/N]` from 1/N
-to N/N with none missing, repeated or of another revision, or all without
-numbers (then in mbox order, as git am takes them).  Anything else (two
-series or revisions, a missing part, a numbered mail without a diff, a
-patch without a Subject:) is refused in one line that names the mails:
-pick one revision first (`b4 am -v N`).
+passes them over, and named once the patches are in.  The patches must be
+one series: `[PATCH n/N]` from 1/N to N/N with none missing, repeated or
+of another revision, or all without numbers (then in mbox order, as git am
+takes them).  Anything else (two series or revisions, a missing part, a
+numbered mail without a diff, a patch without a Subject:) is refused in
+one line that names the mails: pick one revision first (`b4 am -v N`).
 
 Nothing is written before every mail has passed.  The patch files are
 made in a temporary directory in patches/ and linked into patches/<topic>/,
@@ -22,7 +22,7 @@ one is written as a plain-text mail with the same author, date, subject,
 message and diff (git mailinfo reads both the same, or it is refused).
 
 Takes an mbox file or a directory of mails and a topic; gives the patch
-files written and the edited manifest."""
+files written, the mails passed over, and the edited manifest."""
 
 from __future__ import annotations
 
@@ -156,16 +156,20 @@ def _read(path: Path, where: str, label: str, tmp: Path) -> Mail:
     return mail
 
 
-def _patches(mails: list[Mail]) -> list[Mail]:
-    """The mails that are patches, refusing a mail git am would stop at."""
+def _patches(mails: list[Mail], skipped: list[str]) -> list[Mail]:
+    """The mails that are patches, refusing a mail git am would stop at;
+    the others are said in skipped."""
     out = []
     for mail in mails:
         if mail.reply or mail.counter == 0:
-            continue                    # a reviewer's reply, a cover letter
+            what = "a reply" if mail.reply else "a cover letter"
+            skipped.append(f"{mail.where}: {what} ({mail.subject!r})")
+            continue
         if not mail.has_diff:
             if mail.counter is not None:
                 raise KtopicError(f"{mail.subject!r} has no diff: git am would stop at it "
                                   f"(\"Patch is empty\")", mail.where)
+            skipped.append(f"{mail.where}: no diff ({mail.subject!r})")
             continue                    # an article, a note
         if GLUED.search(mail.patch.decode(errors="replace")):
             raise KtopicError("holds more than one mail (headers after a diff, with no "
@@ -248,7 +252,9 @@ def _content(mail: Mail, pf: PatchFile, tmp: Path) -> bytes:
     return data
 
 
-def import_mbox(m: Manifest, source: Path, topic: str) -> tuple[Manifest, list[str]]:
+def import_mbox(m: Manifest, source: Path, topic: str) -> tuple[Manifest, list[str], list[str]]:
+    """The manifest with the series in source appended to topic, the patch
+    files written, and the mails passed over (where, and what they are)."""
     t = m.topic(topic)
     have = {_plain(_raw_subject(p.path)): p.rel for p in t.patches}
     with tempfile.TemporaryDirectory(prefix="ktopic-mbox-") as tmp:
@@ -257,7 +263,8 @@ def import_mbox(m: Manifest, source: Path, topic: str) -> tuple[Manifest, list[s
         (tmp / "split").mkdir()
         mails = [_read(path, where, label, tmp / "mail") for path, where, label in
                  split(source, tmp / "split")]
-        patches = _patches(mails)
+        skipped: list[str] = []
+        patches = _patches(mails, skipped)
         if not patches:
             raise KtopicError("no patch mails found (a patch mail has a Subject: and a diff)",
                               source)
@@ -276,7 +283,8 @@ def import_mbox(m: Manifest, source: Path, topic: str) -> tuple[Manifest, list[s
             n += 1
             files.append((f"{n:04d}-{manifest_edit.slug(pf.subject)}.patch",
                           _content(mail, pf, tmp)))
-        return _write(m, t, topic, source, files)
+        m2, written = _write(m, t, topic, source, files)
+        return m2, written, skipped
 
 
 def _write(m: Manifest, t, topic: str, source: Path,

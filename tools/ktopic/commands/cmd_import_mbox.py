@@ -1,11 +1,13 @@
 """ktopic import-mbox: add a posted series (mbox or directory of mails) to a topic.
 
 Takes an mbox or a directory and a topic (by any of its names); gives the
-patch files written, listed.
+patch files written, listed, and the mails passed over (replies, cover
+letters, mails without a diff), one line each on stderr.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ktopic.model import branchspec, manifest
@@ -25,7 +27,9 @@ def run(args) -> int:
     with Workdir(args.workdir).lock():
         m = manifest.load(args.manifest, workdir=args.workdir)
         args.topic = branchspec.resolve_one(m, args.topic, ("topic",)).name
-        _, written = mbox.import_mbox(m, args.source, args.topic)
+        _, written, skipped = mbox.import_mbox(m, args.source, args.topic)
+    for what in skipped:
+        print(f"ktopic: skipped: {what}", file=sys.stderr)
     for name in written:
         print(f"patches/{args.topic}/{name}")
     print(f"{len(written)} patches added to topic {args.topic} in {m.display()}")
