@@ -149,6 +149,26 @@ def test_branch_checked_out_in_a_worktree_is_not_moved(generated, ktopic, tmp_pa
     assert generated.refs()["refs/heads/topic/names"] == generated.refs()["refs/heads/for-next"]
 
 
+def test_branch_being_rebased_in_a_worktree_is_not_moved(generated, ktopic, tmp_path):
+    """Its HEAD is detached while the rebase stops, but git branch -f still
+    refuses it: the rebase would end by moving it back."""
+    gd = str(generated.workdir / "linux.git")
+    wt = tmp_path / "wt"
+    subprocess.run(["git", "--git-dir", gd, "worktree", "add", "-q", str(wt), "topic/names"],
+                   check=True)
+    r = subprocess.run(["git", "-C", str(wt), "rebase", "-x", "false", "HEAD~1"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "rebase --continue" in r.stderr + r.stdout, r
+    before = generated.refs()
+    p = generated.root / "patches/names/0001-lib-names-rename.patch"
+    p.write_text(p.read_text().replace("Why: a test needs it.", "Why: a test needs it badly."))
+    r = ktopic(*generated.args("generate"))
+    assert r.status == 1, r
+    assert f"ktopic: branch topic/names is checked out in the worktree at {wt}; not moved" \
+        in r.err, r.err
+    assert generated.refs()["refs/heads/topic/names"] == before["refs/heads/topic/names"]
+
+
 def test_upstream_check_that_fails_is_bad_input(imported, ktopic):
     text = imported.manifest.read_text().replace("contains: '^# define __flatten'",
                                                  "contains: '^# define __unflatten'")

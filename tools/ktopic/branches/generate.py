@@ -15,6 +15,7 @@ moved in one ref transaction, and an Outcome per branch.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from ktopic.branches import proofs
@@ -81,17 +82,35 @@ def base_mismatch(m: Manifest, git: Git, base: str) -> str | None:
 def worktree_branches(git: Git) -> dict[str, str]:
     """The branches checked out in a worktree of the repository (a ref
     name, refs/heads/..., and the worktree's path), as `git branch -f`
-    finds them: also a worktree whose directory is gone but which git
-    has not pruned yet."""
+    finds them: also one being rebased or bisected there (its HEAD is
+    detached meanwhile), and a worktree whose directory is gone but which
+    git has not pruned yet."""
     out = git.run("worktree", "list", "--porcelain", "-z", binary=True).decode(
         "utf-8", "surrogateescape")
     found: dict[str, str] = {}
-    path = ""
+    path = main = ""
     for field_ in out.split("\0"):
         if field_.startswith("worktree "):
             path = field_[len("worktree "):]
+            main = main or path
         elif field_.startswith("branch "):
             found.setdefault(field_[len("branch "):], path)
+    admin = sorted(p for p in (git.git_dir / "worktrees").glob("*") if p.is_dir())
+    for d in [git.git_dir, *admin]:
+        try:
+            where = str(Path((d / "gitdir").read_text().strip()).parent) if d != git.git_dir \
+                else main
+        except OSError:
+            where = str(d)
+        for state in ("rebase-merge/head-name", "rebase-apply/head-name", "BISECT_START"):
+            try:
+                name = (d / state).read_text(errors="surrogateescape").strip()
+            except OSError:
+                continue
+            if state == "BISECT_START" and not name.startswith("refs/"):
+                name = "refs/heads/" + name
+            if name.startswith("refs/heads/"):
+                found.setdefault(name, where)
     return found
 
 
