@@ -125,70 +125,72 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
     tmp_ref = "refs/ktopic/tmp/import-base"
     packs = git.git_dir / "objects" / "pack"
     tmp_packs = set(packs.glob("tmp_pack_*"))
+    crashes = set(git.git_dir.glob("fast_import_crash_*"))
+    where = (m.display(), m.base.lines.get("tarball"))
+    fi_err = tempfile.TemporaryFile()
     proc = subprocess.Popen(["git", "fast-import", "--quiet", "--done"],
-                            stdin=subprocess.PIPE, env=git._env(None))
+                            stdin=subprocess.PIPE, stderr=fi_err, env=git._env(None))
     out = proc.stdin
     files: list[tuple[str, int, str]] = []      # (mode, mark, path)
     marks: dict[str, int] = {}
     mtime = 0
     makefile_seen = False
+    xz = meter = None
     try:
         xz_err = tempfile.TemporaryFile()
         xz = subprocess.Popen(["xz", "-dc", "-T0", str(tarball)], stdout=subprocess.PIPE,
                               stderr=xz_err)
         meter = _Meter(_uncompressed_size(tarball))
+        last = None
         try:
-            tar = tarfile.open(fileobj=_Counting(xz.stdout, meter), mode="r|")
+            tar = tarfile.open(fileobj=_Counting(xz.stdout, meter), mode="r|",
+                               tarinfo=_Header)
+            with tar:
+                for member in tar:
+                    check_interrupted()
+                    meter.files += 1
+                    last = member.name
+                    parts = member.name.split("/", 1)
+                    if len(parts) < 2 or not parts[1] or member.isdir():
+                        continue
+                    path = parts[1].rstrip("/")
+                    if member.issym():
+                        data, mode = member.linkname.encode(), "120000"
+                    elif member.islnk():
+                        target = member.linkname.split("/", 1)[1]
+                        files.append(("100644", marks[target], path))
+                        continue
+                    elif member.isfile():
+                        data = tar.extractfile(member).read()
+                        mode = "100755" if member.mode & 0o111 else "100644"
+                    else:
+                        continue
+                    if path == "Makefile":
+                        makefile_seen = True
+                        found = makefile_version(data.decode(errors="replace"))
+                        if found != version:
+                            raise KtopicError(
+                                f"the tarball's Makefile says {found}, the manifest says {version}",
+                                m.display(), m.base.lines.get("version"))
+                    mtime = max(mtime, int(member.mtime))
+                    mark = len(marks) + 1
+                    marks[path] = mark
+                    out.write(b"blob\nmark :%d\ndata %d\n" % (mark, len(data)))
+                    out.write(data)
+                    out.write(b"\n")
+                    files.append((mode, mark, path))
         except tarfile.TarError as e:
-            try:
-                xz.wait(timeout=2)
-            except subprocess.TimeoutExpired:      # xz data, but not a tar
-                xz.kill()
-                xz.wait()
-            xz_err.seek(0)
-            why = xz_err.read().decode(errors="replace").strip().splitlines()
-            why = why[0].split(": ")[-1] if why else f"not a tar archive ({e})"
-            raise KtopicError(f"base tarball {tarball} is not an xz-compressed tar: {why}",
-                              m.display(), m.base.lines.get("tarball")) from None
-        with tar:
-            for member in tar:
-                check_interrupted()
-                meter.files += 1
-                parts = member.name.split("/", 1)
-                if len(parts) < 2 or not parts[1] or member.isdir():
-                    continue
-                path = parts[1].rstrip("/")
-                if member.issym():
-                    data, mode = member.linkname.encode(), "120000"
-                elif member.islnk():
-                    target = member.linkname.split("/", 1)[1]
-                    files.append(("100644", marks[target], path))
-                    continue
-                elif member.isfile():
-                    data = tar.extractfile(member).read()
-                    mode = "100755" if member.mode & 0o111 else "100644"
-                else:
-                    continue
-                if path == "Makefile":
-                    makefile_seen = True
-                    found = makefile_version(data.decode(errors="replace"))
-                    if found != version:
-                        raise KtopicError(
-                            f"the tarball's Makefile says {found}, the manifest says {version}",
-                            m.display(), m.base.lines.get("version"))
-                mtime = max(mtime, int(member.mtime))
-                mark = len(marks) + 1
-                marks[path] = mark
-                out.write(b"blob\nmark :%d\ndata %d\n" % (mark, len(data)))
-                out.write(data)
-                out.write(b"\n")
-                files.append((mode, mark, path))
+            _stream_error(xz, xz_err, tarball, e, last, where)
         meter.close()
+        # Whatever follows the end-of-archive blocks: xz must not block on it.
+        while xz.stdout.read(1 << 20):
+            pass
         if xz.wait() != 0:
-            raise Failure(f"xz could not decompress {tarball}")
+            raise KtopicError(f"base tarball {tarball}: xz cannot decompress it: "
+                              f"{_xz_says(xz_err)}", *where)
+        xz.stdout.close()
         if not makefile_seen:
-            raise KtopicError(f"{tarball} has no top-level Makefile: not a kernel tree",
-                              m.display(), m.base.lines.get("tarball"))
+            raise KtopicError(f"{tarball} has no top-level Makefile: not a kernel tree", *where)
         message = (f"Import {m.base.package} {debian_version}\n\n"
                    f"The kernel tree of Debian's {m.base.package} package, version\n"
                    f"{debian_version} (upstream v{version}), imported unchanged.\n\n"
@@ -205,21 +207,86 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
         out.write(b"\ndone\n")
         out.close()
         if proc.wait() != 0:
-            raise Failure("git fast-import failed")
+            raise Failure(f"git fast-import failed: {_fast_import_says(fi_err)}")
         commit = git.ref(tmp_ref)
+    except BrokenPipeError:
+        _abandon(proc, xz, meter, git, packs, tmp_packs, crashes)
+        raise Failure(f"git fast-import failed: {_fast_import_says(fi_err)}") from None
     except BaseException:
-        if "meter" in locals():
-            meter.close()
-        proc.kill()
-        proc.wait()
-        # The pack fast-import was writing (tens of MB) is of no use now.
-        for p in set(packs.glob("tmp_pack_*")) - tmp_packs:
-            p.unlink(missing_ok=True)
+        _abandon(proc, xz, meter, git, packs, tmp_packs, crashes)
         raise
     finally:
         if git.ref(tmp_ref):
             git.run("update-ref", "-d", tmp_ref)
     return commit
+
+
+def _abandon(proc, xz, meter, git: Git, packs: Path, tmp_packs: set, crashes: set) -> None:
+    """Stop an import that will not be committed; leave nothing of it behind."""
+    if meter is not None:
+        meter.close()
+    proc.kill()
+    proc.wait()
+    if xz is not None:
+        xz.kill()
+        xz.wait()
+        xz.stdout.close()
+    # The pack fast-import was writing (tens of MB) is of no use now.
+    for p in set(packs.glob("tmp_pack_*")) - tmp_packs:
+        p.unlink(missing_ok=True)
+    for p in set(git.git_dir.glob("fast_import_crash_*")) - crashes:
+        p.unlink(missing_ok=True)
+
+
+def _xz_says(err) -> str:
+    err.seek(0)
+    why = err.read().decode(errors="replace").strip().splitlines()
+    return why[0].split(": ")[-1] if why else "xz failed"
+
+
+def _fast_import_says(err) -> str:
+    err.seek(0)
+    lines = err.read().decode(errors="replace").strip().splitlines()
+    return next((ln for ln in lines if ln.startswith("fatal: ")), lines[0] if lines else "")
+
+
+def _stream_error(xz, xz_err, tarball: Path, e: tarfile.TarError, last: str | None,
+                  where: tuple) -> None:
+    """A tar stream that cannot be read on: say why in one line.  When the
+    xz data ends early, xz's own complaint is the reason."""
+    try:
+        xz.wait(timeout=2)
+    except subprocess.TimeoutExpired:          # xz is fine; it waits to write the rest
+        xz.kill()
+        xz.wait()
+    if last is None:
+        why = _xz_says(xz_err) if xz.returncode else f"not a tar archive ({e})"
+        raise KtopicError(f"base tarball {tarball} is not an xz-compressed tar: {why}",
+                          *where) from None
+    if xz.returncode:
+        raise KtopicError(f"base tarball {tarball}: xz cannot decompress it: "
+                          f"{_xz_says(xz_err)}", *where) from None
+    raise KtopicError(f"base tarball {tarball}: truncated or corrupt tar stream after "
+                      f"member {last!r}: {e}", *where) from None
+
+
+class _Header(tarfile.TarInfo):
+    """tarfile's member header, except that a stream which stops without
+    the end-of-archive blocks, or at a bad header, is an error: tarfile
+    takes either for the end of the archive, GNU tar does not."""
+
+    @classmethod
+    def fromtarfile(cls, tf):
+        try:
+            return super().fromtarfile(tf)
+        except tarfile.EmptyHeaderError:
+            if tf.offset == 0:
+                raise
+            raise tarfile.ReadError("it ends without the end-of-archive blocks") from None
+        except (tarfile.TruncatedHeaderError, tarfile.InvalidHeaderError) as e:
+            if tf.offset == 0:
+                raise
+            raise tarfile.ReadError(str(e)) from None
 
 
 def _quote(path: str) -> bytes:
