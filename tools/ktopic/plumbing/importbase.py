@@ -3,9 +3,13 @@
 The tarball is streamed through git fast-import: no extraction to disk, one
 pack instead of 80,000 loose objects.  Every file goes in whatever Debian's
 .gitignore says (it ignores every top-level path), so the commit's tree is
-the tarball byte for byte.  The commit is deterministic: identity, date and
-message depend only on the manifest and the tarball, so two machines get
-the same base commit id.
+the tarball's one top-level directory byte for byte, as tar extracts it.
+The commit is deterministic: identity, date and message depend only on the
+manifest and the tarball, so two machines get the same base commit id.
+
+The tarball is input from outside: a member git (fsck --strict, checkout)
+or GNU tar would refuse is refused, in the pass that imports it, naming
+the member, before any ref moves (_Tree); so is a broken tar or xz stream.
 
 Takes the manifest's tarball and the work directory; gives refs/heads/base
 and refs/ktopic/bases/<version>.
@@ -131,8 +135,7 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
     proc = subprocess.Popen(["git", "fast-import", "--quiet", "--done"],
                             stdin=subprocess.PIPE, stderr=fi_err, env=git._env(None))
     out = proc.stdin
-    files: list[tuple[str, int, str]] = []      # (mode, mark, path)
-    marks: dict[str, int] = {}
+    tree = _Tree(tarball, where)
     mtime = 0
     makefile_seen = False
     xz = meter = None
@@ -150,21 +153,19 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
                     check_interrupted()
                     meter.files += 1
                     last = member.name
-                    parts = member.name.split("/", 1)
-                    if len(parts) < 2 or not parts[1] or member.isdir():
+                    add = tree.member(member)
+                    if add is None:
                         continue
-                    path = parts[1].rstrip("/")
-                    if member.issym():
-                        data, mode = member.linkname.encode(), "120000"
-                    elif member.islnk():
-                        target = member.linkname.split("/", 1)[1]
-                        files.append(("100644", marks[target], path))
+                    path, kind, target = add
+                    if kind == "link":
+                        tree.add(path, *target)
                         continue
-                    elif member.isfile():
-                        data = tar.extractfile(member).read()
-                        mode = "100755" if member.mode & 0o111 else "100644"
+                    if kind == "sym":
+                        data, mode = tree.link_text(member), b"120000"
                     else:
-                        continue
+                        mode = b"100755" if member.mode & 0o111 else b"100644"
+                        f = tar.extractfile(member)
+                        data = f.read() if member.size <= _CHUNK or path == "Makefile" else f
                     if path == "Makefile":
                         makefile_seen = True
                         found = makefile_version(data.decode(errors="replace"))
@@ -172,13 +173,17 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
                             raise KtopicError(
                                 f"the tarball's Makefile says {found}, the manifest says {version}",
                                 m.display(), m.base.lines.get("version"))
-                    mtime = max(mtime, int(member.mtime))
-                    mark = len(marks) + 1
-                    marks[path] = mark
-                    out.write(b"blob\nmark :%d\ndata %d\n" % (mark, len(data)))
-                    out.write(data)
+                    if 0 <= member.mtime < 1 << 63:     # a pax mtime is a float: inf, nan
+                        mtime = max(mtime, int(member.mtime))
+                    mark = tree.add(path, mode)
+                    if isinstance(data, bytes):
+                        out.write(b"blob\nmark :%d\ndata %d\n" % (mark, len(data)))
+                        out.write(data)
+                    else:
+                        out.write(b"blob\nmark :%d\ndata %d\n" % (mark, member.size))
+                        for chunk in iter(lambda: data.read(_CHUNK), b""):
+                            out.write(chunk)
                     out.write(b"\n")
-                    files.append((mode, mark, path))
         except tarfile.TarError as e:
             _stream_error(xz, xz_err, tarball, e, last, where)
         meter.close()
@@ -189,7 +194,7 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
             raise KtopicError(f"base tarball {tarball}: xz cannot decompress it: "
                               f"{_xz_says(xz_err)}", *where)
         xz.stdout.close()
-        if not makefile_seen:
+        if not makefile_seen or "Makefile" not in tree.entries:
             raise KtopicError(f"{tarball} has no top-level Makefile: not a kernel tree", *where)
         message = (f"Import {m.base.package} {debian_version}\n\n"
                    f"The kernel tree of Debian's {m.base.package} package, version\n"
@@ -202,8 +207,9 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
         if parent:
             out.write(b"from %s\n" % parent.encode())
         out.write(b"deleteall\n")
-        for mode, mark, path in sorted(files, key=lambda f: f[2]):
-            out.write(b"M %s :%d %s\n" % (mode.encode(), mark, _quote(path)))
+        for path in sorted(tree.entries):
+            mode, mark = tree.entries[path]
+            out.write(b"M %s :%d %s\n" % (mode, mark, _quote(path)))
         out.write(b"\ndone\n")
         out.close()
         if proc.wait() != 0:
@@ -219,6 +225,9 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
         if git.ref(tmp_ref):
             git.run("update-ref", "-d", tmp_ref)
     return commit
+
+
+_CHUNK = 1 << 20
 
 
 def _abandon(proc, xz, meter, git: Git, packs: Path, tmp_packs: set, crashes: set) -> None:
@@ -267,7 +276,7 @@ def _stream_error(xz, xz_err, tarball: Path, e: tarfile.TarError, last: str | No
         raise KtopicError(f"base tarball {tarball}: xz cannot decompress it: "
                           f"{_xz_says(xz_err)}", *where) from None
     raise KtopicError(f"base tarball {tarball}: truncated or corrupt tar stream after "
-                      f"member {last!r}: {e}", *where) from None
+                      f"member {_show(last)}: {e}", *where) from None
 
 
 class _Header(tarfile.TarInfo):
@@ -287,6 +296,244 @@ class _Header(tarfile.TarInfo):
             if tf.offset == 0:
                 raise
             raise tarfile.ReadError(str(e)) from None
+
+
+# --- member names: refused where git (fsck --strict, checkout) or tar would ---
+
+_TYPES = {tarfile.CHRTYPE: "a character device", tarfile.BLKTYPE: "a block device",
+          tarfile.FIFOTYPE: "a FIFO"}
+
+# A name git may take for .git, .gitmodules or .gitattributes starts with
+# one of these, or has a backslash or a character that is not ASCII in it.
+_CHECK_FIRST = frozenset(".gG~")
+
+# Code points HFS+ ignores in file names (git's utf8.c next_hfs_char).
+_HFS_IGNORED = frozenset("\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                         "\u206a\u206b\u206c\u206d\u206e\u206f\ufeff")
+
+
+def _is_hfs_dot(name: str, needle: str) -> bool:
+    """git's is_hfs_dot_generic(): "." + needle, in any case, as HFS+ sees it."""
+    if not name.isascii():
+        name = "".join(c for c in name if c not in _HFS_IGNORED)
+        if not name.isascii():
+            return False
+    return name.lower() == "." + needle
+
+
+def _only_spaces_and_periods(rest: str, stop: str) -> bool:
+    for c in rest:
+        if c in stop:
+            return True
+        if c != " " and c != ".":
+            return False
+    return True
+
+
+def _is_ntfs_dotgit(name: str) -> bool:
+    """git's is_ntfs_dotgit(): ".git" or "git~1", in any case, then only
+    spaces and periods up to the end, a backslash or a colon."""
+    if name[:4].isascii() and name[:4].lower() == ".git":
+        return _only_spaces_and_periods(name[4:], "\\/:")
+    if name[:5].isascii() and name[:5].lower() == "git~1":
+        return _only_spaces_and_periods(name[5:], "\\/:")
+    return False
+
+
+def _is_ntfs_dot(name: str, needle: str, short: str) -> bool:
+    """git's is_ntfs_dot_generic(): "." + needle or its NTFS short names."""
+    n = len(needle)
+    head = name[1:n + 1]
+    if name[:1] == "." and head.isascii() and head.lower() == needle:
+        return _only_spaces_and_periods(name[n + 1:], ":")
+    head = name[:6]
+    if head.isascii() and head.lower() == needle[:6] and name[6:7] == "~" \
+            and name[7:8] in ("1", "2", "3", "4"):
+        return _only_spaces_and_periods(name[8:], ":")
+    # The fall-back short name: a prefix of `short`, "~", a digit 1-9, digits.
+    i, saw_tilde = 0, False
+    while i < 8:
+        c = name[i:i + 1]
+        if not c:
+            return False
+        if saw_tilde:
+            if not "0" <= c <= "9":
+                return False
+        elif c == "~":
+            i += 1
+            if not "1" <= name[i:i + 1] <= "9":
+                return False
+            saw_tilde = True
+        elif i >= 6 or not c.isascii() or c.lower() != short[i]:
+            return False
+        i += 1
+    return _only_spaces_and_periods(name[i:], ":")
+
+
+def _after_backslashes(name: str) -> list[str]:
+    """The name, and what follows each backslash in it: git's fsck checks
+    each (a backslash separates directories on Windows)."""
+    return [name] + [name[i + 1:] for i, c in enumerate(name) if c == "\\"]
+
+
+def _git_refuses(component: str, last: bool, symlink: bool) -> str | None:
+    """Why git (fsck --strict, or checkout) refuses a tree entry named
+    component, or None.  last: the entry is the member itself, not one of
+    its directories; symlink: the member is a symbolic link."""
+    if component == "":
+        return "an empty path component: git refuses it (emptyName)"
+    if component == ".":
+        return "a '.' path component: git refuses it (hasDot)"
+    if component == "..":
+        return "a '..' path component: git and tar refuse it"
+    if component[0] not in _CHECK_FIRST and "\\" not in component and component.isascii():
+        return None                                    # the usual name: nothing to check
+    seen = _after_backslashes(component)
+    shown = _show(component)
+    if _is_hfs_dot(component, "git") or any(_is_ntfs_dotgit(s) for s in seen):
+        if component == ".git":
+            return "a '.git' path component: git refuses it (hasDotgit)"
+        return f"path component {shown} is .git to git (in another case, or an NTFS or " \
+               f"HFS+ alias of it): git refuses it (hasDotgit)"
+    gitmodules = _is_hfs_dot(component, "gitmodules") or \
+        any(_is_ntfs_dot(s, "gitmodules", "gi7eba") for s in seen)
+    gitattributes = _is_hfs_dot(component, "gitattributes") or \
+        _is_ntfs_dot(component, "gitattributes", "gi7d29")
+    if not last and gitmodules:
+        return f"path component {shown} is .gitmodules to git, and a directory: " \
+               f"git refuses it (gitmodulesBlob)"
+    if not last and gitattributes:
+        return f"path component {shown} is .gitattributes to git, and a directory: " \
+               f"git refuses it (gitattributesBlob)"
+    if symlink and gitmodules:
+        return f"path component {shown} is .gitmodules to git, and a symbolic link: " \
+               f"git refuses it (gitmodulesSymlink)"
+    return None
+
+
+def _show(name: str) -> str:
+    """A member name for a one-line message: quoted, with bytes that are
+    not UTF-8 and characters that do not print escaped."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "'" + "".join(c if c.isprintable() else c.encode("unicode_escape").decode()
+                         for c in text) + "'"
+
+
+class _Tree:
+    """The tree a tar extraction of the tarball gives, built member by
+    member: each path's (mode, mark); the directories that hold something.
+    Every member name is checked here, in the pass that imports it."""
+
+    def __init__(self, tarball: Path, where: tuple):
+        self.tarball, self.where = tarball, where
+        self.top: str | None = None
+        self.entries: dict[str, tuple[bytes, int]] = {}
+        self.dirs: set[str] = set()
+        self.marks = 0
+        self.name = ""
+
+    def refuse(self, problem: str):
+        raise KtopicError(f"base tarball {self.tarball}: member {_show(self.name)}: {problem}",
+                          *self.where)
+
+    def _utf8(self, text: str, what: str) -> None:
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            self.refuse(f"{what} is not UTF-8")
+        if "\0" in text:
+            self.refuse(f"{what} has a NUL byte")
+
+    def member(self, member: tarfile.TarInfo) -> tuple[str, str, tuple | None] | None:
+        """The member's path in the tree, its kind ("file", "sym", "link")
+        and, for a hard link, its target's (mode, mark); None for a
+        directory.  Refuses what git or tar would."""
+        self.name = name = member.name
+        if member.isdir():
+            kind = "dir"
+            name = name.rstrip("/")
+        elif member.issym():
+            kind = "sym"
+        elif member.islnk():
+            kind = "link"
+        elif member.isreg():
+            kind = "file"
+        elif member.type in _TYPES:
+            self.refuse(f"{_TYPES[member.type]}: git cannot store it")
+        else:
+            self.refuse(f"unknown member type '{member.type.decode('latin-1')}'")
+        self._utf8(name, "its name")
+        if name.startswith("/"):
+            self.refuse("an absolute name: only the kernel's top-level directory is imported")
+        parts = name.split("/")
+        if self.top is None:
+            self.top = parts[0]
+        elif parts[0] != self.top:
+            self.refuse(f"outside the top-level directory {_show(self.top)}: "
+                        f"only the kernel's top-level directory is imported")
+        if parts[0] in ("", ".", ".."):
+            self.refuse(_git_refuses(parts[0], False, False))
+        if len(parts) == 1:
+            if kind != "dir":
+                self.refuse("not in a top-level directory: only the kernel's top-level "
+                            "directory is imported")
+            return None
+        target = self.link_target(member) if kind == "link" else None
+        symlink = kind == "sym" or (target is not None and target[0] == b"120000")
+        last = len(parts) - 1
+        for i in range(1, len(parts)):
+            c = parts[i]
+            if c and c[0] not in _CHECK_FIRST and c.isascii() and "\\" not in c:
+                continue                    # the usual name (most of them): nothing to check
+            why = _git_refuses(c, i == last and kind != "dir", symlink)
+            if why:
+                self.refuse(why)
+        path = "/".join(parts[1:])
+        # The directories above it must be directories, as tar needs them.
+        d = path.rpartition("/")[0]
+        while d and d not in self.dirs:
+            if d in self.entries:
+                self.refuse(f"{_show(self.top + '/' + d)} is not a directory in the tarball")
+            self.dirs.add(d)
+            d = d.rpartition("/")[0]
+        if kind == "dir":
+            self.entries.pop(path, None)                # tar replaces a file with the directory
+            return None
+        if path in self.dirs:
+            self.refuse("a directory with files in it, earlier in the tarball")
+        return path, kind, target
+
+    def link_target(self, member: tarfile.TarInfo) -> tuple[bytes, int]:
+        """A hard link's target's (mode, mark): an earlier file or symbolic link."""
+        target = member.linkname
+        self._utf8(target, "its hard link target")
+        parts = [c for c in target.split("/") if c not in ("", ".")]
+        if target.startswith("/"):
+            self.refuse(f"a hard link to an absolute name, {_show(target)}")
+        if ".." in parts:
+            self.refuse(f"a hard link to {_show(target)}: '..' in it")
+        if not parts or parts[0] != self.top:
+            self.refuse(f"a hard link to {_show(target)}, outside the top-level directory "
+                        f"{_show(self.top)}")
+        got = self.entries.get("/".join(parts[1:]))
+        if got is None:
+            self.refuse(f"a hard link to {_show(target)}, which is not a file earlier "
+                        f"in the tarball")
+        return got
+
+    def link_text(self, member: tarfile.TarInfo) -> bytes:
+        """A symbolic link's target, the blob git stores for it."""
+        self._utf8(member.linkname, "its symbolic link target")
+        if not member.linkname:
+            self.refuse("a symbolic link with an empty target: tar cannot make it")
+        return member.linkname.encode()
+
+    def add(self, path: str, mode: bytes, mark: int | None = None) -> int:
+        if mark is None:
+            self.marks += 1
+            mark = self.marks
+        self.entries[path] = (mode, mark)
+        return mark
 
 
 def _quote(path: str) -> bytes:
