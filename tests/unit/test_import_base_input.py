@@ -147,6 +147,31 @@ def test_a_name_git_or_tar_refuses_is_refused(project, ktopic, tmp_path, extra, 
     assert got.startswith(": " + problem), got
 
 
+def test_a_gitmodules_git_fsck_refuses_is_refused(project, ktopic, tmp_path):
+    got = refused(project, ktopic, tmp_path, tar_bytes([member(f"{TOP}/.gitmodules", URL_BAD)]))
+    assert got == (f": member '{TOP}/.gitmodules': git fsck refuses it: gitmodulesUrl: "
+                   f"disallowed submodule url: --upload-pack=touch /tmp/pwn")
+
+
+@pytest.mark.parametrize("extra", [
+    [member(f"{TOP}/lib/gitmod~1", URL_BAD)],                         # an NTFS short name
+    [member(f"{TOP}/lib/modules.txt", URL_BAD), link(f"{TOP}/lib/.gitmodules",
+                                                     f"{TOP}/lib/modules.txt")],
+], ids=["short-name", "hard-link"])
+def test_a_gitmodules_under_another_name_is_checked_too(project, ktopic, tmp_path, extra):
+    got = refused(project, ktopic, tmp_path, tar_bytes(extra))
+    assert f"': git fsck refuses it: gitmodulesUrl: disallowed submodule url" in got, got
+    assert got.startswith(f": member '{extra[-1]['name']}'"), got
+
+
+def test_a_gitattributes_git_fsck_refuses_is_refused(project, ktopic, tmp_path):
+    long_line = b"*.c " + b"x" * 3000 + b"\n"
+    got = refused(project, ktopic, tmp_path,
+                  tar_bytes([member(f"{TOP}/lib/.gitattributes", long_line)]))
+    assert got == (f": member '{TOP}/lib/.gitattributes': git fsck refuses it: "
+                   f"gitattributesLineLength: .gitattributes has too long lines to parse")
+
+
 # --- only the kernel's top-level directory ------------------------------------------
 
 def test_another_top_level_directory_is_refused(project, ktopic, tmp_path):
@@ -248,12 +273,13 @@ def test_what_tar_and_git_take_is_imported_as_tar_extracts_it(project, ktopic, t
         sym(f"{TOP}/.gitattributes", "/etc/passwd"),               # fsck: only a warning
         sym(f"{TOP}/lib/up", "../../../etc/passwd"),
         member(f"{TOP}/lib/git~2"), member(f"{TOP}/lib/.gitx"), member(f"{TOP}/lib/~1"),
+        member(f"{TOP}/lib/.gitmodules", b'[submodule "x"]\n\tpath = x\n\turl = ../x.git\n'),
     ]))
     assert project.git("cat-file", "blob", "base:README") == "second README\n"
     assert project.git("cat-file", "blob", "base:empty") == "a file now\n"
     assert "was-a-file" not in modes
     assert modes["lib/a\nb.c"] == "100644" and modes[".gitattributes"] == "120000"
-    assert {"lib/git~2", "lib/.gitx", "lib/~1"} <= set(modes)
+    assert {"lib/git~2", "lib/.gitx", "lib/~1", "lib/.gitmodules"} <= set(modes)
 
 
 def test_names_are_checked_as_git_fsck_checks_them(tmp_path):
@@ -295,8 +321,10 @@ def test_names_are_checked_as_git_fsck_checks_them(tmp_path):
         for kind in ("file", "symlink", "directory"):
             ours = importbase._git_refuses(name, kind != "directory", kind == "symlink")
             if kind == "file" and not ours:
-                continue                # its content is git's to check
-            assert ((name, kind) in errors) == bool(ours), (name, kind, ours)
+                # Its content is git's to check: it must be among those checked.
+                assert ((name, kind) in errors) <= importbase._git_reads(name), name
+            else:
+                assert ((name, kind) in errors) == bool(ours), (name, kind, ours)
     assert len(errors) > 40
 
 

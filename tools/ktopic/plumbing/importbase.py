@@ -18,6 +18,7 @@ and refs/ktopic/bases/<version>.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import sys
@@ -132,8 +133,12 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
     crashes = set(git.git_dir.glob("fast_import_crash_*"))
     where = (m.display(), m.base.lines.get("tarball"))
     fi_err = tempfile.TemporaryFile()
-    proc = subprocess.Popen(["git", "fast-import", "--quiet", "--done"],
-                            stdin=subprocess.PIPE, stderr=fi_err, env=git._env(None))
+    cat_r, cat_w = os.pipe()
+    proc = subprocess.Popen(["git", "fast-import", "--quiet", "--done", f"--cat-blob-fd={cat_w}"],
+                            stdin=subprocess.PIPE, stderr=fi_err, pass_fds=(cat_w,),
+                            env=git._env(None))
+    os.close(cat_w)
+    cat = os.fdopen(cat_r, "rb")
     out = proc.stdin
     tree = _Tree(tarball, where)
     mtime = 0
@@ -196,6 +201,7 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
         xz.stdout.close()
         if not makefile_seen or "Makefile" not in tree.entries:
             raise KtopicError(f"{tarball} has no top-level Makefile: not a kernel tree", *where)
+        _check_git_files(tree, out, cat, where)
         message = (f"Import {m.base.package} {debian_version}\n\n"
                    f"The kernel tree of Debian's {m.base.package} package, version\n"
                    f"{debian_version} (upstream v{version}), imported unchanged.\n\n"
@@ -222,6 +228,7 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
         _abandon(proc, xz, meter, git, packs, tmp_packs, crashes)
         raise
     finally:
+        cat.close()
         if git.ref(tmp_ref):
             git.run("update-ref", "-d", tmp_ref)
     return commit
@@ -411,6 +418,16 @@ def _git_refuses(component: str, last: bool, symlink: bool) -> str | None:
     return None
 
 
+def _git_reads(component: str) -> bool:
+    """Whether git's fsck checks the content of a file named component
+    (.gitmodules, .gitattributes and their aliases)."""
+    if component[0] not in _CHECK_FIRST and "\\" not in component and component.isascii():
+        return False
+    return _is_hfs_dot(component, "gitmodules") or _is_hfs_dot(component, "gitattributes") \
+        or any(_is_ntfs_dot(s, "gitmodules", "gi7eba") for s in _after_backslashes(component)) \
+        or _is_ntfs_dot(component, "gitattributes", "gi7d29")
+
+
 def _show(name: str) -> str:
     """A member name for a one-line message: quoted, with bytes that are
     not UTF-8 and characters that do not print escaped."""
@@ -429,6 +446,7 @@ class _Tree:
         self.top: str | None = None
         self.entries: dict[str, tuple[bytes, int]] = {}
         self.dirs: set[str] = set()
+        self.read_by_git: set[str] = set()     # .gitmodules, .gitattributes and aliases
         self.marks = 0
         self.name = ""
 
@@ -501,6 +519,8 @@ class _Tree:
             return None
         if path in self.dirs:
             self.refuse("a directory with files in it, earlier in the tarball")
+        if _git_reads(parts[-1]):
+            self.read_by_git.add(path)
         return path, kind, target
 
     def link_target(self, member: tarfile.TarInfo) -> tuple[bytes, int]:
@@ -534,6 +554,56 @@ class _Tree:
             mark = self.marks
         self.entries[path] = (mode, mark)
         return mark
+
+
+# Larger than git's limit for .gitattributes (gitattributesLarge); a
+# .gitmodules this large is refused too, unread.
+_GIT_READS_MAX = 100 << 20
+
+
+def _check_git_files(tree: _Tree, out, cat, where: tuple) -> None:
+    """Check the .gitmodules and .gitattributes files (and their aliases)
+    the way git fsck --strict does: their blobs, fetched back from
+    fast-import, go into a scratch repository that git fsck checks."""
+    todo = [p for p in sorted(tree.read_by_git)
+            if p in tree.entries and tree.entries[p][0] != b"120000"]
+    if not todo:
+        return
+    blobs = []
+    for path in todo:
+        out.write(b"cat-blob :%d\n" % tree.entries[path][1])
+        out.flush()
+        head = cat.readline().split()
+        if len(head) != 3 or head[1] != b"blob":
+            raise BrokenPipeError
+        size = int(head[2])
+        if size > _GIT_READS_MAX:                 # fast-import is stopped, unread
+            raise KtopicError(f"base tarball {tree.tarball}: member "
+                              f"{_show(tree.top + '/' + path)}: too large for git to read "
+                              f"(over {_GIT_READS_MAX >> 20} MiB)", *where)
+        data = cat.read(size)
+        cat.read(1)
+        blobs.append((path, data))
+    with tempfile.TemporaryDirectory(prefix="ktopic-fsck-") as d:
+        scratch = Git(d)
+        scratch.run("init", "-q", "--bare")
+        named = {}
+        for path, data in blobs:
+            oid = scratch.run("hash-object", "-w", "--stdin", input=data).decode().strip()
+            name = path.rpartition("/")[2]
+            tree_oid = scratch.run("mktree", "-z", input=f"100644 blob {oid}\t{name}\0".encode())
+            named.setdefault(oid, path)
+            named.setdefault(tree_oid.decode().strip(), path)
+        r = scratch.try_run("fsck", "--strict", "--no-dangling", "--no-progress")
+    for line in r.stderr.splitlines():
+        found = re.match(r"error in (?:blob|tree) ([0-9a-f]+): (.*)", line)
+        if found:
+            path = named.get(found.group(1), todo[0])
+            raise KtopicError(f"base tarball {tree.tarball}: member "
+                              f"{_show(tree.top + '/' + path)}: git fsck refuses it: "
+                              f"{found.group(2)}", *where)
+    if r.returncode != 0:
+        raise Failure(f"git fsck of {', '.join(todo)} failed: {r.stderr.strip()}")
 
 
 def _quote(path: str) -> bytes:
