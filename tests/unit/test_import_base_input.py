@@ -17,8 +17,8 @@ MTIME = 1_700_000_000
 URL_BAD = b'[submodule "x"]\n\tpath = x\n\turl = --upload-pack=touch /tmp/pwn\n'
 
 
-def member(name, data=b"x\n", type=tarfile.REGTYPE, linkname="", mode=0o644):
-    return dict(name=name, data=data, type=type, linkname=linkname, mode=mode)
+def member(name, data=b"x\n", type=tarfile.REGTYPE, linkname="", mode=0o644, pax=None):
+    return dict(name=name, data=data, type=type, linkname=linkname, mode=mode, pax=pax or {})
 
 
 def link(name, target):
@@ -44,6 +44,7 @@ def tar_bytes(extra=(), first=(), fmt=tarfile.GNU_FORMAT) -> bytes:
         for m in members:
             ti = tarfile.TarInfo(m["name"])
             ti.type, ti.linkname, ti.mode, ti.mtime = m["type"], m["linkname"], m["mode"], MTIME
+            ti.pax_headers = m["pax"]
             if m["type"] == tarfile.REGTYPE:
                 ti.size = len(m["data"])
                 tar.addfile(ti, io.BytesIO(m["data"]))
@@ -280,6 +281,13 @@ def test_what_tar_and_git_take_is_imported_as_tar_extracts_it(project, ktopic, t
     assert "was-a-file" not in modes
     assert modes["lib/a\nb.c"] == "100644" and modes[".gitattributes"] == "120000"
     assert {"lib/git~2", "lib/.gitx", "lib/~1", "lib/.gitmodules"} <= set(modes)
+
+
+@pytest.mark.parametrize("mtime", ["inf", "nan", "1e30", "-5"])
+def test_a_pax_mtime_out_of_range_is_not_the_commit_date(project, ktopic, tmp_path, mtime):
+    imports(project, ktopic, tmp_path, tar_bytes(
+        [member(f"{TOP}/lib/odd.c", pax={"mtime": mtime})], fmt=tarfile.PAX_FORMAT))
+    assert project.git("log", "-1", "--format=%at", "base").strip() == str(MTIME)
 
 
 def test_names_are_checked_as_git_fsck_checks_them(tmp_path):
