@@ -6,6 +6,7 @@ from __future__ import annotations
 import email.message
 import email.utils
 import mailbox
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -435,3 +436,13 @@ def test_a_recorded_patch_path_outside_patches_is_refused(generated, ktopic, tmp
     assert r.err == (f"ktopic: mail/counters.yaml:{line}: patch 1 of v1 is recorded as "
                      f"'{outside}', which is not a file under patches/\n"), r.err
     assert outside.read_bytes() == before
+
+
+def test_trailers_keep_to_the_work_directory_given(generated, ktopic, tmp_path):
+    """-w names the work directory for the manifest's validation stamp too,
+    as for every other command: the default one is not touched."""
+    default = Path(os.environ["KTOPIC_WORKDIR"])
+    write_mbox(tmp_path / "r.mbox", [])
+    r = ktopic(*generated.args("trailers", "counters", "--mbox", tmp_path / "r.mbox"))
+    assert r.status == 2, r
+    assert not (default / "validated").exists(), sorted(default.rglob("*"))

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from ktopic.branches.generate import Generator
+from ktopic.commands import common
 from ktopic.errors import Failure
-from ktopic.model import manifest
 from ktopic.model.workdir import Workdir
 from ktopic.send import trailers
 
@@ -31,7 +31,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest)
+    m = common._manifest(args)
     t = m.series_branch(args.name)
     p = trailers.plan(m, t.name, t.branch, args.mbox)
     for why in p.skipped:
@@ -48,7 +48,7 @@ def run(args) -> int:
     wd = Workdir(args.workdir)
     with wd.lock():
         trailers.write(p)
-        m = manifest.load(args.manifest)
+        m = common._manifest(args)
         r = Generator(m, wd).run()
     for o in r.outcomes:
         if o.error:
