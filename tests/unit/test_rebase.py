@@ -442,3 +442,28 @@ def test_conflict_report_names_the_hunk_and_the_patches_after_it(imported, ktopi
     line = [ln for ln in r.out.splitlines() if ln.startswith("  lib/counter.c: ")]
     assert len(line) == 1 and "hunk #2 (@@ -28,7 +28,7 @@)" in line[0], r.out
     assert "hunk #1" not in line[0], line
+
+
+def test_branch_checked_out_in_a_worktree_is_not_moved(generated, ktopic, tmp_path):
+    """As generate (and git branch -f): a topic checked out in a worktree
+    of the work repository is not moved, nor anything else; once the
+    worktree lets go of it, --continue finishes the rebase."""
+    gd = str(generated.workdir / "linux.git")
+    wt = tmp_path / "wt"
+    subprocess.run(["git", "--git-dir", gd, "worktree", "add", "-q", str(wt), "topic/names"],
+                   check=True, capture_output=True)
+    before = snapshot(generated)
+    tb = newer(tmp_path, "readme", [("README", "Linux", "Linux!")])
+    r = rebase(ktopic, generated, tb)
+    assert r.status == 1 and f"branch topic/names is checked out in the worktree at {wt}" \
+        in r.err and len(r.err.splitlines()) == 1, r
+    # No branch moved and no file changed; the rebase waits for --continue
+    # (its state and the new base's import are kept for that).
+    after = snapshot(generated)
+    heads = {k: v for k, v in after["refs"].items() if k.startswith("refs/heads/")}
+    assert heads == {k: v for k, v in before["refs"].items() if k.startswith("refs/heads/")}
+    assert (after["manifest"], after["patches"]) == (before["manifest"], before["patches"])
+    subprocess.run(["git", "-C", str(wt), "switch", "-q", "--detach"], check=True)
+    r = ktopic(*generated.args("rebase", "--continue"))
+    assert r.status == 0, r
+    assert generated.refs()["refs/heads/topic/names"] != before["refs"]["refs/heads/topic/names"]

@@ -45,7 +45,7 @@ from ktopic.model import manifest_edit
 from ktopic.branches import proofs, upstream_detect
 from ktopic.errors import Failure, KtopicError
 from ktopic.plumbing.fastapply import Applied
-from ktopic.branches.generate import MADE, Generator
+from ktopic.branches.generate import MADE, Generator, worktree_branches
 from ktopic.plumbing.gitutil import ZERO, Git, tree_attributes
 from ktopic.model.manifest import Manifest
 from ktopic.plumbing.patchfile import PatchFile, parse
@@ -652,6 +652,13 @@ class Rebase:
             move(m.topics[n].branch, heads[n])
         if integration:
             move(m.integration.branch, integration)
+        checked_out = worktree_branches(git) if updates else {}
+        for ref, _, _ in updates:
+            if ref in checked_out:
+                raise Failure(f"branch {ref[len('refs/heads/'):]} is checked out in the worktree "
+                              f"at {checked_out[ref]}; nothing moved (git branch -f refuses it "
+                              f"too). Switch that worktree to another branch or detach it "
+                              f"(git switch --detach), then `ktopic rebase --continue`")
         st["touched"] = sorted(set(st["touched"]) | {u[0] for u in updates})
         self._save()
         snapshot_text = m.path.read_text()
