@@ -285,13 +285,18 @@ def test_notes_below_the_line_survive_generate_and_export(generated, ktopic, tmp
         generated.git("rev-parse", "topic/names^{tree}")
 
 
-def test_export_of_a_hand_edited_branch_then_generate(generated, ktopic, tmp_path):
+def _commit_by_hand(project, tmp_path) -> None:
+    """A commit made by hand on topic/names, in a worktree since removed."""
     wt = tmp_path / "wt"
-    gd = str(generated.workdir / "linux.git")
+    gd = str(project.workdir / "linux.git")
     subprocess.run(["git", "--git-dir", gd, "worktree", "add", "-q", str(wt), "topic/names"], check=True)
     (wt / "lib/names.c").write_text((wt / "lib/names.c").read_text().replace('"n8"', '"eight"'))
     git_in(wt, "commit", "-q", "-a", "-s", "-m", "lib/names: eight\n\nWhy: exported by a test.")
     subprocess.run(["git", "--git-dir", gd, "worktree", "remove", "--force", str(wt)], check=True)
+
+
+def test_export_of_a_hand_edited_branch_then_generate(generated, ktopic, tmp_path):
+    _commit_by_hand(generated, tmp_path)
     r = ktopic(*generated.args("export", "names"))
     assert r.status == 0, r
     assert "patches/names/0002-lib-names-eight.patch" in r.out
@@ -306,12 +311,7 @@ def test_export_does_not_overwrite_a_file_it_does_not_own(generated, ktopic, tmp
     """A file in patches/<topic>/ of an output's name that the manifest does
     not list for the topic (a draft, not yet added) is refused, not
     replaced; nothing is written, the manifest is unchanged."""
-    wt = tmp_path / "wt"
-    gd = str(generated.workdir / "linux.git")
-    subprocess.run(["git", "--git-dir", gd, "worktree", "add", "-q", str(wt), "topic/names"], check=True)
-    (wt / "lib/names.c").write_text((wt / "lib/names.c").read_text().replace('"n8"', '"eight"'))
-    git_in(wt, "commit", "-q", "-a", "-s", "-m", "lib/names: eight\n\nWhy: exported by a test.")
-    subprocess.run(["git", "--git-dir", gd, "worktree", "remove", "--force", str(wt)], check=True)
+    _commit_by_hand(generated, tmp_path)
     draft = generated.root / "patches/names/0002-lib-names-eight.patch"
     draft.write_text("my work in progress, not in the manifest\n")
     first = generated.root / "patches/names/0001-lib-names-rename.patch"
