@@ -74,6 +74,14 @@ CASES = [
     ("nul-in-config", "    description: counter changes\n",
      '    description: counter changes\n    config: "qemu/x\\0y"\n',
      "    config:", "topics.counters.config: 'qemu/x\\0y' holds a NUL character"),
+    # A pattern's $ must not let a final newline through (Python's re lets
+    # $ match before one), nor may a name in an address hold one: it would
+    # become a header line of its own in the mail.
+    ("newline-after-debian-version", "  debian-version: 6.1.192-3\n",
+     '  debian-version: "6.1.192-3\\n"\n', "  debian-version:", "is not valid here"),
+    ("newline-in-address", '    to: ["A Maintainer <a@example.org>"]\n',
+     '    to: ["A Maintainer\\nX-Injected: yes <a@example.org>"]\n', "    to: [",
+     "is not valid here"),
 ]
 
 

@@ -349,7 +349,18 @@ def _validate(data, name: str) -> None:
     more than a no-op generate)."""
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
+    def ecma_pattern(validator, pattern, instance, schema):
+        # A schema's patterns are ECMA 262 regular expressions, whose $ is
+        # the end of the text; Python's $ also matches before a final
+        # newline, which would let "6.1.192-3\n" through.
+        if not validator.is_type(instance, "string"):
+            return
+        if not re.search(pattern[:-1] + r"\Z" if pattern.endswith("$") else pattern, instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+    cls = jsonschema.validators.extend(jsonschema.Draft202012Validator,
+                                       {"pattern": ecma_pattern})
+    validator = cls(json.loads(SCHEMA.read_text()))
     errors = sorted(validator.iter_errors(data),
                     key=lambda e: (yamlpos.line_of(data, list(e.absolute_path)) or 0))
     if errors:
