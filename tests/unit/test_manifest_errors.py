@@ -1,6 +1,8 @@
 """Malformed manifests: each gets one line naming branches.yaml:line and the
 problem, exit status 2, and no ref moves."""
 
+import re
+
 import pytest
 
 # (id, text to replace, replacement, a line of the result the error must name
@@ -160,4 +162,23 @@ def test_waiver_needs_a_reason_past_the_schema(generated, ktopic, monkeypatch, w
     r = ktopic(*generated.args("generate"))
     assert (r.status, r.err) == (2, f"ktopic: branches.yaml:{line}: waiver LONG_LINE of "
                                     "0001-lib-names-rename.patch needs a reason\n"), r
+    assert generated.refs() == before
+
+
+@pytest.mark.parametrize("edit,why", [
+    (lambda t: re.sub(r"(?m)^Date: .*$", "Date: not a date at all", t, count=1),
+     "invalid date format: not a date at all"),
+    (lambda t: t.replace("\n\n", "\n\nA NUL \0 here.\n\n", 1),
+     "a NUL byte in commit log message not allowed"),
+], ids=["bad-date", "nul-in-message"])
+def test_patch_git_will_not_commit(generated, ktopic, edit, why):
+    """A patch whose commit git refuses to make (git am refuses it too):
+    one line naming the patch file, in git's words, exit 2, no ref moves."""
+    before = generated.refs()
+    f = generated.root / "patches/names/0001-lib-names-rename.patch"
+    f.write_text(edit(f.read_text()))
+    r = ktopic(*generated.args("generate"))
+    assert r.status == 2, r
+    assert r.err.count("\n") == 1 and why in r.err and \
+        r.err.startswith("ktopic: patches/names/0001-lib-names-rename.patch: "), r.err
     assert generated.refs() == before

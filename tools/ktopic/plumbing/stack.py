@@ -25,9 +25,9 @@ import tempfile
 from pathlib import Path
 
 from ktopic.plumbing import commitobj
-from ktopic.errors import Failure
+from ktopic.errors import Failure, KtopicError
 from ktopic.plumbing.fastapply import Applied, FastApply, NotSimple
-from ktopic.plumbing.gitutil import Git
+from ktopic.plumbing.gitutil import Git, GitError
 from ktopic.plumbing.objstore import ObjectStore
 from ktopic.plumbing.patchfile import PatchFile
 from ktopic.fileio import write_atomic
@@ -195,8 +195,15 @@ class Stacker:
             commit = self.store.write_commit(data, wait=not self._deferred)
         else:
             self.store.sync()
-            commit = self.git.run("commit-tree", tree, "-p", parent, input=p.message,
-                                  env=p.ident_env()).strip()
+            try:
+                commit = self.git.run("commit-tree", tree, "-p", parent, input=p.message,
+                                      env=p.ident_env()).strip()
+            except GitError as e:
+                # What git am refuses too (a date git cannot read, a NUL in
+                # the message): the patch file's fault, in git's words.
+                why = e.stderr.strip().splitlines()[-1] if e.stderr.strip() else "refused"
+                raise KtopicError(f"git commit-tree refuses its commit: {why}",
+                                  file=p.display) from None
         self._trees[commit] = tree
         self.cache.put(parent, p, commit)
         self.applied += 1
