@@ -293,7 +293,7 @@ def test_a_pax_mtime_out_of_range_is_not_the_commit_date(project, ktopic, tmp_pa
 def test_names_are_checked_as_git_fsck_checks_them(tmp_path):
     """The checks done while streaming against git fsck --strict itself,
     on a tree with one entry so named: a file, a symbolic link, a directory."""
-    from ktopic.plumbing import importbase
+    from ktopic.plumbing import treenames
     names = [".git", ".GIT", "git~1", "GIT~1", "git~2", "git~10", ".git.", ".git ", ".git. .",
              ".git:x", ".gitx", ".git~1", "a\\.git", "a\\git~1", "a\\.git\\b", "a\\.gitx",
              "\u200c.git", ".g\u200cit", ".git\u200d", ".g\u0131t", ".g\u0130t", "\ufeff.GIT",
@@ -327,10 +327,10 @@ def test_names_are_checked_as_git_fsck_checks_them(tmp_path):
               if ln.startswith("error in ")}
     for name in names:
         for kind in ("file", "symlink", "directory"):
-            ours = importbase._git_refuses(name, kind != "directory", kind == "symlink")
+            ours = treenames.refuses(name, kind != "directory", kind == "symlink")
             if kind == "file" and not ours:
                 # Its content is git's to check: it must be among those checked.
-                assert ((name, kind) in errors) <= importbase._git_reads(name), name
+                assert ((name, kind) in errors) <= treenames.reads(name), name
             else:
                 assert ((name, kind) in errors) == bool(ours), (name, kind, ours)
     assert len(errors) > 40

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktopic.errors import Failure, KtopicError, check_interrupted
+from ktopic.plumbing import treenames
 from ktopic.plumbing.gitutil import Git
 from ktopic.model.manifest import Manifest
 from ktopic.model.workdir import Workdir
@@ -283,7 +284,7 @@ def _stream_error(xz, xz_err, tarball: Path, e: tarfile.TarError, last: str | No
         raise KtopicError(f"base tarball {tarball}: xz cannot decompress it: "
                           f"{_xz_says(xz_err)}", *where) from None
     raise KtopicError(f"base tarball {tarball}: truncated or corrupt tar stream after "
-                      f"member {_show(last)}: {e}", *where) from None
+                      f"member {treenames.show(last)}: {e}", *where) from None
 
 
 class _Header(tarfile.TarInfo):
@@ -310,132 +311,6 @@ class _Header(tarfile.TarInfo):
 _TYPES = {tarfile.CHRTYPE: "a character device", tarfile.BLKTYPE: "a block device",
           tarfile.FIFOTYPE: "a FIFO"}
 
-# A name git may take for .git, .gitmodules or .gitattributes starts with
-# one of these, or has a backslash or a character that is not ASCII in it.
-_CHECK_FIRST = frozenset(".gG~")
-
-# Code points HFS+ ignores in file names (git's utf8.c next_hfs_char).
-_HFS_IGNORED = frozenset("\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
-                         "\u206a\u206b\u206c\u206d\u206e\u206f\ufeff")
-
-
-def _is_hfs_dot(name: str, needle: str) -> bool:
-    """git's is_hfs_dot_generic(): "." + needle, in any case, as HFS+ sees it."""
-    if not name.isascii():
-        name = "".join(c for c in name if c not in _HFS_IGNORED)
-        if not name.isascii():
-            return False
-    return name.lower() == "." + needle
-
-
-def _only_spaces_and_periods(rest: str, stop: str) -> bool:
-    for c in rest:
-        if c in stop:
-            return True
-        if c != " " and c != ".":
-            return False
-    return True
-
-
-def _is_ntfs_dotgit(name: str) -> bool:
-    """git's is_ntfs_dotgit(): ".git" or "git~1", in any case, then only
-    spaces and periods up to the end, a backslash or a colon."""
-    if name[:4].isascii() and name[:4].lower() == ".git":
-        return _only_spaces_and_periods(name[4:], "\\/:")
-    if name[:5].isascii() and name[:5].lower() == "git~1":
-        return _only_spaces_and_periods(name[5:], "\\/:")
-    return False
-
-
-def _is_ntfs_dot(name: str, needle: str, short: str) -> bool:
-    """git's is_ntfs_dot_generic(): "." + needle or its NTFS short names."""
-    n = len(needle)
-    head = name[1:n + 1]
-    if name[:1] == "." and head.isascii() and head.lower() == needle:
-        return _only_spaces_and_periods(name[n + 1:], ":")
-    head = name[:6]
-    if head.isascii() and head.lower() == needle[:6] and name[6:7] == "~" \
-            and name[7:8] in ("1", "2", "3", "4"):
-        return _only_spaces_and_periods(name[8:], ":")
-    # The fall-back short name: a prefix of `short`, "~", a digit 1-9, digits.
-    i, saw_tilde = 0, False
-    while i < 8:
-        c = name[i:i + 1]
-        if not c:
-            return False
-        if saw_tilde:
-            if not "0" <= c <= "9":
-                return False
-        elif c == "~":
-            i += 1
-            if not "1" <= name[i:i + 1] <= "9":
-                return False
-            saw_tilde = True
-        elif i >= 6 or not c.isascii() or c.lower() != short[i]:
-            return False
-        i += 1
-    return _only_spaces_and_periods(name[i:], ":")
-
-
-def _after_backslashes(name: str) -> list[str]:
-    """The name, and what follows each backslash in it: git's fsck checks
-    each (a backslash separates directories on Windows)."""
-    return [name] + [name[i + 1:] for i, c in enumerate(name) if c == "\\"]
-
-
-def _git_refuses(component: str, last: bool, symlink: bool) -> str | None:
-    """Why git (fsck --strict, or checkout) refuses a tree entry named
-    component, or None.  last: the entry is the member itself, not one of
-    its directories; symlink: the member is a symbolic link."""
-    if component == "":
-        return "an empty path component: git refuses it (emptyName)"
-    if component == ".":
-        return "a '.' path component: git refuses it (hasDot)"
-    if component == "..":
-        return "a '..' path component: git and tar refuse it"
-    if component[0] not in _CHECK_FIRST and "\\" not in component and component.isascii():
-        return None                                    # the usual name: nothing to check
-    seen = _after_backslashes(component)
-    shown = _show(component)
-    if _is_hfs_dot(component, "git") or any(_is_ntfs_dotgit(s) for s in seen):
-        if component == ".git":
-            return "a '.git' path component: git refuses it (hasDotgit)"
-        return f"path component {shown} is .git to git (in another case, or an NTFS or " \
-               f"HFS+ alias of it): git refuses it (hasDotgit)"
-    gitmodules = _is_hfs_dot(component, "gitmodules") or \
-        any(_is_ntfs_dot(s, "gitmodules", "gi7eba") for s in seen)
-    gitattributes = _is_hfs_dot(component, "gitattributes") or \
-        _is_ntfs_dot(component, "gitattributes", "gi7d29")
-    if not last and gitmodules:
-        return f"path component {shown} is .gitmodules to git, and a directory: " \
-               f"git refuses it (gitmodulesBlob)"
-    if not last and gitattributes:
-        return f"path component {shown} is .gitattributes to git, and a directory: " \
-               f"git refuses it (gitattributesBlob)"
-    if symlink and gitmodules:
-        return f"path component {shown} is .gitmodules to git, and a symbolic link: " \
-               f"git refuses it (gitmodulesSymlink)"
-    return None
-
-
-def _git_reads(component: str) -> bool:
-    """Whether git's fsck checks the content of a file named component
-    (.gitmodules, .gitattributes and their aliases)."""
-    if component[0] not in _CHECK_FIRST and "\\" not in component and component.isascii():
-        return False
-    return _is_hfs_dot(component, "gitmodules") or _is_hfs_dot(component, "gitattributes") \
-        or any(_is_ntfs_dot(s, "gitmodules", "gi7eba") for s in _after_backslashes(component)) \
-        or _is_ntfs_dot(component, "gitattributes", "gi7d29")
-
-
-def _show(name: str) -> str:
-    """A member name for a one-line message: quoted, with bytes that are
-    not UTF-8 and characters that do not print escaped."""
-    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return "'" + "".join(c if c.isprintable() else c.encode("unicode_escape").decode()
-                         for c in text) + "'"
-
-
 class _Tree:
     """The tree a tar extraction of the tarball gives, built member by
     member: each path's (mode, mark); the directories that hold something.
@@ -451,8 +326,8 @@ class _Tree:
         self.name = ""
 
     def refuse(self, problem: str):
-        raise KtopicError(f"base tarball {self.tarball}: member {_show(self.name)}: {problem}",
-                          *self.where)
+        raise KtopicError(f"base tarball {self.tarball}: member "
+                          f"{treenames.show(self.name)}: {problem}", *self.where)
 
     def _utf8(self, text: str, what: str) -> None:
         try:
@@ -487,10 +362,10 @@ class _Tree:
         if self.top is None:
             self.top = parts[0]
         elif parts[0] != self.top:
-            self.refuse(f"outside the top-level directory {_show(self.top)}: "
+            self.refuse(f"outside the top-level directory {treenames.show(self.top)}: "
                         f"only the kernel's top-level directory is imported")
         if parts[0] in ("", ".", ".."):
-            self.refuse(_git_refuses(parts[0], False, False))
+            self.refuse(treenames.refuses(parts[0], False, False))
         if len(parts) == 1:
             if kind != "dir":
                 self.refuse("not in a top-level directory: only the kernel's top-level "
@@ -501,9 +376,9 @@ class _Tree:
         last = len(parts) - 1
         for i in range(1, len(parts)):
             c = parts[i]
-            if c and c[0] not in _CHECK_FIRST and c.isascii() and "\\" not in c:
+            if c and c[0] not in treenames.CHECK_FIRST and c.isascii() and "\\" not in c:
                 continue                    # the usual name (most of them): nothing to check
-            why = _git_refuses(c, i == last and kind != "dir", symlink)
+            why = treenames.refuses(c, i == last and kind != "dir", symlink)
             if why:
                 self.refuse(why)
         path = "/".join(parts[1:])
@@ -511,7 +386,8 @@ class _Tree:
         d = path.rpartition("/")[0]
         while d and d not in self.dirs:
             if d in self.entries:
-                self.refuse(f"{_show(self.top + '/' + d)} is not a directory in the tarball")
+                self.refuse(f"{treenames.show(self.top + '/' + d)} is not a directory "
+                            f"in the tarball")
             self.dirs.add(d)
             d = d.rpartition("/")[0]
         if kind == "dir":
@@ -519,7 +395,7 @@ class _Tree:
             return None
         if path in self.dirs:
             self.refuse("a directory with files in it, earlier in the tarball")
-        if _git_reads(parts[-1]):
+        if treenames.reads(parts[-1]):
             self.read_by_git.add(path)
         return path, kind, target
 
@@ -529,15 +405,15 @@ class _Tree:
         self._utf8(target, "its hard link target")
         parts = [c for c in target.split("/") if c not in ("", ".")]
         if target.startswith("/"):
-            self.refuse(f"a hard link to an absolute name, {_show(target)}")
+            self.refuse(f"a hard link to an absolute name, {treenames.show(target)}")
         if ".." in parts:
-            self.refuse(f"a hard link to {_show(target)}: '..' in it")
+            self.refuse(f"a hard link to {treenames.show(target)}: '..' in it")
         if not parts or parts[0] != self.top:
-            self.refuse(f"a hard link to {_show(target)}, outside the top-level directory "
-                        f"{_show(self.top)}")
+            self.refuse(f"a hard link to {treenames.show(target)}, outside the top-level directory "
+                        f"{treenames.show(self.top)}")
         got = self.entries.get("/".join(parts[1:]))
         if got is None:
-            self.refuse(f"a hard link to {_show(target)}, which is not a file earlier "
+            self.refuse(f"a hard link to {treenames.show(target)}, which is not a file earlier "
                         f"in the tarball")
         return got
 
@@ -579,7 +455,7 @@ def _check_git_files(tree: _Tree, out, cat, where: tuple) -> None:
         size = int(head[2])
         if size > _GIT_READS_MAX:                 # fast-import is stopped, unread
             raise KtopicError(f"base tarball {tree.tarball}: member "
-                              f"{_show(tree.top + '/' + path)}: too large for git to read "
+                              f"{treenames.show(tree.top + '/' + path)}: too large for git to read "
                               f"(over {_GIT_READS_MAX >> 20} MiB)", *where)
         data = cat.read(size)
         cat.read(1)
@@ -600,7 +476,7 @@ def _check_git_files(tree: _Tree, out, cat, where: tuple) -> None:
         if found:
             path = named.get(found.group(1), todo[0])
             raise KtopicError(f"base tarball {tree.tarball}: member "
-                              f"{_show(tree.top + '/' + path)}: git fsck refuses it: "
+                              f"{treenames.show(tree.top + '/' + path)}: git fsck refuses it: "
                               f"{found.group(2)}", *where)
     if r.returncode != 0:
         raise Failure(f"git fsck of {', '.join(todo)} failed: {r.stderr.strip()}")
