@@ -135,3 +135,17 @@ def test_a_boot_cut_at_its_deciding_line(parser):
     assert cut == [("failed_case", "six_lock.six_test_trylock failed")], cut
     assert ("missing_suite", "test program locktorture_six did not run") in full, full
     assert len(full) > len(cut), full
+
+
+def test_init_line_split_by_a_printk(parser):
+    """A real for-next console in which the kernel's "loading out-of-tree
+    module taints kernel" came out in the middle of init's "insmod" line:
+    the module's suite is its own and passes, as every other one."""
+    r, text = parse(parser, "real-for-next-split-init-line.log")
+    assert "ktopic-init: ins[" in text
+    assert "fs_block_exports.ko" in r.modules_seen
+    got = {s.name: s.status for s in r.suites}
+    assert got["fs_block_exports"] == "pass", got
+    suites = ["six_lock", "pagecache_lock", "insert_inode_locked2", "closures",
+              "fs_block_exports", "mm_folios_export", "mm_vmalloc_nofs"]
+    assert ktap.check(r, text, [s for s in suites if s in got], []) == []

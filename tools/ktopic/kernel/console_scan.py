@@ -126,9 +126,32 @@ def load_allowlist(path: Path) -> list[AllowEntry]:
     return entries
 
 
+# A printk that comes while init writes a line splits that line: the
+# kernel's lines come out in the middle of it and the rest of init's after
+# them ("ktopic-init: ins[   12.71] fs_block_exports: loading ...", then
+# "mod fs_block_exports.ko").
+_SPLIT = re.compile(r"^(ktopic-init: [^\[]*)(\[\s*\d+\.\d+\].*)$")
+
+
 def clean_lines(text: str) -> list[str]:
-    """Console text as lines without printk timestamps or carriage returns."""
-    return [_TS.sub("", l.replace("\r", "")) for l in text.split("\n")]
+    """Console text as lines without printk timestamps or carriage returns,
+    and init's lines that a printk split put back together (after the
+    kernel's lines)."""
+    raw = [l.replace("\r", "") for l in text.split("\n")]
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        m = _SPLIT.match(raw[i])
+        j = i + 1
+        while m and j < len(raw) and _TS.match(raw[j]):
+            j += 1
+        if m and j < len(raw):
+            out += [m.group(2), *raw[i + 1:j], m.group(1) + raw[j]]
+            i = j + 1
+            continue
+        out.append(raw[i])
+        i += 1
+    return [_TS.sub("", l) for l in out]
 
 
 def _classify(line: str) -> str | None:
