@@ -235,6 +235,12 @@ class Stacker:
                       stderr, re.M)
         if m:
             return ApplyError(p, m.group(1), "file", m.group(2))
-        lines = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
-        detail = lines[-1][7:] if lines else stderr.strip() or "git apply failed"
+        # git's first complaint is the fault ("corrupt binary patch at line
+        # 7: ..."); the ones after it are what came of it: "No valid patches
+        # in input", whose "--allow-empty" is no cure for a corrupt patch.
+        said = [ln.split(": ", 1)[1] for ln in stderr.splitlines()
+                if ln.startswith(("error: ", "fatal: "))]
+        said = [ln for ln in said if not ln.startswith("No valid patches")] or said
+        detail = said[0] if said else (stderr.strip().splitlines() or ["git apply failed"])[0]
+        detail = detail.replace(' (allow with "--allow-empty")', "")
         return ApplyError(p, "(patch)", "whole patch", detail)
