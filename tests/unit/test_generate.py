@@ -10,7 +10,7 @@ import pytest
 import git_rebuild
 from conftest import TREE, git_in
 from ktopic.model import manifest
-from ktopic.plumbing import stack
+from ktopic.plumbing import patchfile, stack
 
 TOPIC_REFS = ["refs/heads/topic/compiler", "refs/heads/topic/counters",
               "refs/heads/topic/names", "refs/heads/for-next"]
@@ -93,6 +93,42 @@ def test_patch_that_does_not_apply(generated, ktopic, patches_text):
     after = generated.refs()
     for ref in ("refs/heads/topic/counters", "refs/heads/topic/names", "refs/heads/for-next"):
         assert after[ref] == before[ref]
+
+
+MISNAMED = {
+    "plus-minus": ("diff --git a/lib/names.c b/lib/names.c\nindex 1111111..2222222 100644\n"
+                   "--- a/lib/counter.c\n+++ b/lib/counter.c\n@@ -1,3 +1,3 @@\n"
+                   " int counter_0(void) { return 0; }\n-int counter_1(void) { return 1; }\n"
+                   "+int counter_1(void) { return 111; }\n int counter_2(void) { return 2; }\n",
+                   "M\tlib/counter.c"),
+    "rename": ("diff --git a/lib/names.c b/lib/renamed.c\nsimilarity index 100%\n"
+               "rename from lib/counter.c\nrename to lib/other.c\n",
+               "R100\tlib/counter.c\tlib/other.c"),
+}
+
+
+@pytest.mark.parametrize("kind", MISNAMED)
+def test_diff_whose_names_disagree_is_applied_as_git_am_does(generated, ktopic, kind):
+    """A diff --git line that names another file than its ---/+++ (or
+    rename) lines: git am applies to the file those lines name, and so
+    does generate (not "lib/counter.c: does not exist in index")."""
+    diff, change = MISNAMED[kind]
+    (generated.root / "patches/names/0002-misnamed.patch").write_text(
+        "From: Test Porter <porter@example.org>\nDate: Thu, 3 Dec 2026 06:03:00 +0000\n"
+        "Subject: [PATCH] misnamed\n\nWhy: a test.\n---\n" + diff)
+    generated.manifest.write_text(generated.manifest.read_text().replace(
+        "      - 0001-lib-names-rename.patch\n",
+        "      - 0001-lib-names-rename.patch\n      - 0002-misnamed.patch\n"))
+    r = ktopic(*generated.args("generate"))
+    assert r.status == 0, r
+    assert generated.git("diff", "--name-status", "-M", "topic/names~", "topic/names").strip() \
+        == change
+    m = manifest.load(generated.manifest)
+    assert git_rebuild.mismatches(m, generated.workdir / "linux.git") == {}
+    # Only the misnamed diff leaves the temporary index for a full one.
+    agree = {p.name: patchfile.parse(p).names_agree
+             for p in (generated.root / "patches").rglob("*.patch")}
+    assert [n for n, ok in agree.items() if not ok] == ["0002-misnamed.patch"], agree
 
 
 def test_hand_made_commit_is_not_overwritten(generated, ktopic, tmp_path):

@@ -80,11 +80,21 @@ class PatchFile:
 
     @cached_property
     def paths(self) -> list[str]:
-        """Every path the patch names, old and new sides, in order."""
-        out: list[str] = []
-        for m in re.finditer(r"^diff --git a/(\S+) b/(\S+)$", self.diff, re.M):
-            out += [f for f in m.groups() if f not in out]
-        return out
+        """Every path the patch names, old and new sides, in order: those
+        of the diff --git lines, then any other a ---/+++, rename or copy
+        line names (see names_agree)."""
+        return _names(self.diff)[0]
+
+    @cached_property
+    def names_agree(self) -> bool:
+        """Whether git apply reads the files the diff --git lines name:
+        each is `a/X b/Y` (no quotes, no spaces), its ---/+++ lines name
+        a/X and b/Y (or /dev/null), its rename and copy lines X and Y,
+        and there is no ---/+++ pair outside a git diff's header.  Where
+        they disagree (a hand-edited diff), git am applies to the names
+        those other lines give: only an index of the whole tree is sure
+        to hold them."""
+        return _names(self.diff)[1]
 
     def ident_env(self) -> dict[str, str]:
         """Author and committer are both the patch's author at the patch's
@@ -182,6 +192,47 @@ def _patch(path: Path, display: str, info: dict[str, str], body: str, diff: str)
             and not re.search(r"^(new|deleted) file mode", diff, re.M):
         raise KtopicError("patch has no hunks", display, 1)
     return pf
+
+
+GIT_HEADER = re.compile(r"diff --git a/(\S+) b/(\S+)")
+# The header lines that name a file again: (prefix, side, the prefix git
+# strips from the name).
+NAME_LINES = (("--- ", 0, "a/"), ("+++ ", 1, "b/"), ("rename from ", 0, ""),
+              ("rename to ", 1, ""), ("copy from ", 0, ""), ("copy to ", 1, ""))
+
+
+def _names(diff: str) -> tuple[list[str], bool]:
+    """(PatchFile.paths, PatchFile.names_agree) of a diff."""
+    out: list[str] = []
+    agree = True
+    sides: tuple[str, str] | None = None
+    header = False              # between a diff --git line and its first hunk
+    previous = ""
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            m = GIT_HEADER.fullmatch(line)
+            sides, header = (m.groups() if m else None), True
+            agree = agree and m is not None
+            out += [f for f in (sides or ()) if f not in out]
+        elif header and line.startswith(("@@ ", "GIT binary patch", "Binary files ")):
+            header = False
+        elif header:
+            for prefix, side, strip in NAME_LINES:
+                if not line.startswith(prefix):
+                    continue
+                name = line[len(prefix):]
+                if (sides and name == strip + sides[side]) or (strip and name == "/dev/null"):
+                    break
+                agree = False
+                if strip and "/" in name:         # what git apply -p1 reads, roughly
+                    name = name.split("\t")[0].split("/", 1)[1]
+                if name and name != "/dev/null" and name not in out:
+                    out.append(name)
+                break
+        elif line.startswith("+++ ") and previous.startswith("--- "):
+            agree = False                         # a diff of another kind after a git diff
+        previous = line
+    return out, agree
 
 
 def _hunks(diff: str) -> dict[str, list[Hunk]]:

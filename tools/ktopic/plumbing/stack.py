@@ -160,7 +160,8 @@ class Stacker:
 
     def apply(self, head: str, p: PatchFile, *args: str) -> Applied:
         """git apply --cached ARGS p on head's tree: only the patch's files
-        in a temporary index when possible, else the whole tree."""
+        in a temporary index when possible (when its diff --git lines name
+        the files git applies to: names_agree), else the whole tree."""
         if not args:
             try:
                 return self.fast.apply_exact(self.tree_of(head), p.data,
@@ -168,10 +169,11 @@ class Stacker:
                                              wait=not self._deferred)
             except NotSimple:
                 pass
-        try:
-            return self.fast.apply(self.tree_of(head), p.path, p.paths, *args)
-        except NotSimple:
-            pass
+        if p.names_agree:       # else git may apply to files the index would lack
+            try:
+                return self.fast.apply(self.tree_of(head), p.path, p.paths, *args)
+            except NotSimple:
+                pass
         self.store.sync()
         with tempfile.TemporaryDirectory(prefix="ktopic-index-") as tmp:
             index = os.path.join(tmp, "index")
