@@ -11,7 +11,8 @@ import quopri
 import pytest
 
 from conftest import TREE, make_patch
-from ktopic.model import manifest_edit
+from ktopic.errors import KtopicError
+from ktopic.model import manifest, manifest_edit
 
 STEPS = [('"n1"', '"one"', "lib/names: one"), ('"n2"', '"two"', "lib/names: two"),
          ('"n3"', '"three"', "lib/names: three")]
@@ -313,3 +314,46 @@ def test_an_encoded_subject_is_known_the_second_time(generated, ktopic, tmp_path
     r = _refused(generated, ktopic, mbox)
     assert r.err == (f"ktopic: {mbox}: mail 1: 'lib/names: \u00e9one' is already in topic names as "
                      f"patches/names/0002-lib-names-one.patch\n"), r.err
+
+
+def test_a_flow_style_patches_list_is_written_as_a_block_list(generated, ktopic, tmp_path, series):
+    """`patches: [...]` is valid YAML: the import writes the list again as
+    a block list (a comment after it kept), not a YAML error blamed on the
+    user's file; the rest of the file stays as it was."""
+    text = generated.manifest.read_text()
+    block = "    patches:\n      - 0001-lib-names-rename.patch\n"
+    flow = "    patches: [0001-lib-names-rename.patch,\n      ]  # the names\n"
+    generated.manifest.write_text(text.replace(block, flow))
+    mbox = tmp_path / "series.mbox"
+    mbox.write_text("".join(series))
+    r = ktopic(*generated.args("import-mbox", str(mbox), "--topic", "names"))
+    assert r.status == 0, r
+    assert generated.manifest.read_text() == text.replace(block, (
+        "    patches:  # the names\n      - 0001-lib-names-rename.patch\n"
+        "      - 0002-lib-names-one.patch\n      - 0003-lib-names-two.patch\n"
+        "      - 0004-lib-names-three.patch\n"))
+
+
+def test_a_flow_mapping_topic_is_refused_in_one_line(generated, ktopic, tmp_path, series):
+    """A topic written `names: {...}` cannot be edited line by line: one
+    line says so, with the topic's line, and nothing is written."""
+    text = generated.manifest.read_text()
+    block = ("  names:\n    description: name changes, on top of counters\n"
+             "    branch: topic/names\n    depends: [counters]\n"
+             "    patches:\n      - 0001-lib-names-rename.patch\n")
+    assert block in text
+    generated.manifest.write_text(text.replace(block, (
+        '  names: {description: "name changes", branch: topic/names, depends: [counters],\n'
+        "          patches: [0001-lib-names-rename.patch]}\n")))
+    line = text[:text.index(block)].count("\n") + 1
+    mbox = tmp_path / "series.mbox"
+    mbox.write_text("".join(series))
+    r = _refused(generated, ktopic, mbox)
+    assert r.err == (f"ktopic: branches.yaml:{line}: topic names is written as a flow mapping "
+                     f"({{...}}): ktopic cannot edit its patches: list there; write the topic "
+                     f"as a block mapping, one key a line\n"), r.err
+    # The edits of a rebase say the same.
+    with pytest.raises(KtopicError) as e:
+        manifest_edit.add_upstream(manifest.load(generated.manifest), "names",
+                                   {"subject": "lib/names: rename", "upstream-in": "v6.2"})
+    assert str(e.value) == r.err[len("ktopic: "):-1].replace("its patches:", "its upstream:")

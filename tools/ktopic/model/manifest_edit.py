@@ -82,12 +82,23 @@ def set_patches(m: Manifest, topic: str, entries: list) -> Manifest:
     """Make topic's patch list `entries` (file names, or mappings with
     file/waivers); return the reloaded manifest."""
     lines = m.path.read_text().splitlines(keepends=True)
-    t = m.data["topics"][topic]
+    t = _block_topic(m, topic, "patches")
     # The first key of the topic mapping is on the line after `name:`.
     first_key = min(t.lines.values())
     key_indent = " " * _indent(lines[first_key - 1])
     block = [f"{key_indent}patches:\n"] if entries else [f"{key_indent}patches: []\n"]
-    if "patches" in t.lines:
+    if "patches" in t.lines and getattr(t["patches"], "flow", False):
+        # patches: [a, b], on one line or several: written again as a block
+        # list, from the key to the closing bracket (a comment after it
+        # goes on the key's line).
+        start = t.lines["patches"] - 1
+        end, column = t["patches"].end
+        comment = lines[end - 1][column:].strip()
+        if comment:
+            block[0] = block[0].rstrip("\n") + "  " + comment + "\n"
+        block += _entries_text(entries, {}, key_indent + "  ")
+        lines[start:end] = block
+    elif "patches" in t.lines:
         start = t.lines["patches"] - 1
         end = start + 1
         n = len(key_indent)
@@ -120,6 +131,18 @@ def set_patches(m: Manifest, topic: str, entries: list) -> Manifest:
         if got != want:
             raise RuntimeError(f"manifest edit went wrong: {got} != {want}")
     return _write_validated(m, "".join(lines), check)
+
+
+def _block_topic(m: Manifest, topic: str, key: str):
+    """The topic's mapping, refused when it is written in flow style
+    (`names: {branch: ..., patches: [...]}`): its lines are not one key
+    a line, and the edit works on lines."""
+    t = m.data["topics"][topic]
+    if t.flow:
+        raise KtopicError(f"topic {topic} is written as a flow mapping ({{...}}): ktopic cannot "
+                          f"edit its {key}: list there; write the topic as a block mapping, "
+                          f"one key a line", m.display(), t.line)
+    return t
 
 
 def slug(subject: str) -> str:
@@ -198,7 +221,7 @@ def add_upstream(m: Manifest, topic: str, entry: dict, kind: str = "upstream") -
     reason}), creating the list after `patches:` (or `branch:`) when there
     is none."""
     lines = m.path.read_text().splitlines(keepends=True)
-    t = m.data["topics"][topic]
+    t = _block_topic(m, topic, kind)
     key_indent = " " * _indent(lines[min(t.lines.values()) - 1])
     n = len(key_indent)
     item = _entry_text(entry, key_indent + "  ")

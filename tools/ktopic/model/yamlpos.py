@@ -2,7 +2,8 @@
 
 Mappings load as LineDict and sequences as LineList; both know the line
 they start on and the line of each key or item, so that a complaint about
-any value can name file:line.  Duplicate keys are an error (PyYAML would
+any value can name file:line, and whether they are written in flow style
+(`{...}`, `[...]`), which an edit of the text must know.  Duplicate keys are an error (PyYAML would
 silently keep the last one, which is how a duplicated topic would vanish).
 
 Takes YAML text; gives the data and the line of every key and item.
@@ -20,11 +21,14 @@ from ktopic.errors import KtopicError
 class LineDict(dict):
     line: int = 0
     lines: dict
+    flow: bool = False      # written {a: 1, b: 2}, not one key a line
 
 
 class LineList(list):
     line: int = 0
     lines: list
+    flow: bool = False      # written [a, b], not one "- " item a line
+    end: tuple = (0, 0)     # line and column after its closing ] (flow)
 
 
 # A manifest is tens of kilobytes and a few levels deep; anything far
@@ -74,6 +78,7 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
     d = LineDict()
     d.line = node.start_mark.line + 1
     d.lines = {}
+    d.flow = bool(node.flow_style)
     for key_node, value_node in node.value:
         if not isinstance(key_node, yaml.ScalarNode):
             raise KtopicError("a key must be a plain value, not a list or mapping",
@@ -91,6 +96,8 @@ def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LineList:
     seq = LineList(loader.construct_object(n, deep=True) for n in node.value)
     seq.line = node.start_mark.line + 1
     seq.lines = [n.start_mark.line + 1 for n in node.value]
+    seq.flow = bool(node.flow_style)
+    seq.end = (node.end_mark.line + 1, node.end_mark.column)
     return seq
 
 
