@@ -8,7 +8,7 @@ import time
 import pytest
 
 import git_rebuild
-from conftest import TREE, git_in
+from conftest import TREE, git_in, make_patch
 from ktopic.model import manifest
 from ktopic.plumbing import patchfile, stack
 
@@ -392,12 +392,17 @@ def test_export_names_functions_as_a_checkout_would(generated, ktopic, tmp_path)
 
 
 def test_import_mbox_directory(generated, ktopic, tmp_path, patches_text):
+    """The mails of a directory in [PATCH n/N] order, not by file name: a
+    series that applies in that order only."""
     mails = tmp_path / "mails"
     mails.mkdir()
     (mails / "0000-cover.txt").write_text("From: x <x@example.org>\nSubject: [PATCH 0/2] cover\n\nhi\n")
-    second = patches_text["names/0001-lib-names-rename.patch"].replace("[PATCH]", "[PATCH 2/2]")
-    first = second.replace('"seven"', '"SEVEN"').replace("lib/names: rename", "lib/names: shout") \
-        .replace("[PATCH 2/2]", "[PATCH 1/2]")
+    renamed = dict(TREE, **{"lib/names.c": TREE["lib/names.c"].replace('"n7"', '"seven"')})
+    second = make_patch(tmp_path, renamed, [("lib/names.c", '"seven"', '"SEVEN"')],
+                        "lib/names: rename", "Thu, 3 Dec 2026 06:03:00 +0000") \
+        .replace("[PATCH]", "[PATCH 2/2]")
+    first = patches_text["names/0001-lib-names-rename.patch"] \
+        .replace("lib/names: rename", "lib/names: shout").replace("[PATCH]", "[PATCH 1/2]")
     (mails / "a.patch").write_text(second)
     (mails / "b.patch").write_text(first)
     r = ktopic(*generated.args("import-mbox", str(mails), "--topic", "compiler"))

@@ -357,3 +357,46 @@ def test_a_flow_mapping_topic_is_refused_in_one_line(generated, ktopic, tmp_path
         manifest_edit.add_upstream(manifest.load(generated.manifest), "names",
                                    {"subject": "lib/names: rename", "upstream-in": "v6.2"})
     assert str(e.value) == r.err[len("ktopic: "):-1].replace("its patches:", "its upstream:")
+
+
+DOTGIT = """\
+From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: Test Porter <porter@example.org>
+Date: Thu, 3 Dec 2026 07:00:00 +0000
+Subject: [PATCH] add a hook
+
+Why: hostile.
+---
+diff --git a/.git/hooks/post-checkout b/.git/hooks/post-checkout
+new file mode 100755
+index 0000000..1111111
+--- /dev/null
++++ b/.git/hooks/post-checkout
+@@ -0,0 +1 @@
++touch /tmp/pwned
+"""
+
+
+@pytest.mark.parametrize("kind", ["hunk", "dotgit", "date"])
+def test_a_series_git_am_would_not_apply_is_refused(generated, ktopic, tmp_path, series, kind):
+    """git apply --check of the series, in order, on the topic: a hunk that
+    does not fit, a path git refuses, a date git cannot read are refused
+    before anything is written, naming the mail; no ref moves."""
+    mbox = tmp_path / "bad.mbox"
+    if kind == "hunk":
+        mbox.write_text(series[0] + series[1].replace('-const char *name_2 = "n2";',
+                                                      '-const char *name_2 = "n22";') + series[2])
+        want = ": mail 2: lib/names.c: hunk #1 (@@ -1,6 +1,6 @@): does not apply; "
+    elif kind == "dotgit":
+        mbox.write_text(DOTGIT)
+        want = ": mail 1: .git/hooks/post-checkout: path: invalid path: git refuses it; "
+    else:
+        mbox.write_text(series[0] + series[1].replace("Date: Thu, 3 Dec 2026 07:02:00 +0000",
+                                                      "Date: not a date") + series[2])
+        want = ": mail 2: git commit-tree refuses its commit: fatal: invalid date format: "
+    refs = generated.refs()
+    r = _refused(generated, ktopic, mbox)
+    assert r.err.startswith(f"ktopic: {mbox}{want}"), r.err
+    assert generated.refs() == refs
+    if kind != "date":
+        assert r.err.endswith("; git am would stop at it on top of topic names\n"), r.err

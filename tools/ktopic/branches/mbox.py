@@ -13,7 +13,10 @@ takes them).  Anything else (two series or revisions, a missing part, a
 numbered mail without a diff, a patch without a Subject:) is refused in
 one line that names the mails: pick one revision first (`b4 am -v N`).
 
-Nothing is written before every mail has passed.  The patch files are
+Nothing is written before every mail has passed and the series, as it
+will be written, applies on the topic as `git am` would apply it
+(applycheck.py: a hunk that does not fit, a `.git/...` path, a commit
+git would not make are refused, naming the mail).  The patch files are
 made in a temporary directory in patches/ and linked into patches/<topic>/,
 never over an existing file and never through a symbolic link; any error
 or an interrupt before the manifest is edited removes them again.  A mail
@@ -21,11 +24,13 @@ is kept as posted when git apply reads the same diff from it; an encoded
 one is written as a plain-text mail with the same author, date, subject,
 message and diff (git mailinfo reads both the same, or it is refused).
 
-Takes an mbox file or a directory of mails and a topic; gives the patch
-files written, the mails passed over, and the edited manifest."""
+Takes an mbox file or a directory of mails, a topic and the work
+directory; gives the patch files written, the mails passed over, and the
+edited manifest."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import re
@@ -37,9 +42,11 @@ from email.utils import formataddr
 from pathlib import Path
 
 from ktopic import errors
+from ktopic.branches import applycheck
 from ktopic.model import manifest_edit
 from ktopic.errors import KtopicError
 from ktopic.model.manifest import Manifest
+from ktopic.model.workdir import Workdir
 from ktopic.plumbing import gitutil
 from ktopic.plumbing.patchfile import PatchFile, parse, parse_many
 
@@ -252,9 +259,12 @@ def _content(mail: Mail, pf: PatchFile, tmp: Path) -> bytes:
     return data
 
 
-def import_mbox(m: Manifest, source: Path, topic: str) -> tuple[Manifest, list[str], list[str]]:
+def import_mbox(m: Manifest, source: Path, topic: str,
+                wd: Workdir) -> tuple[Manifest, list[str], list[str]]:
     """The manifest with the series in source appended to topic, the patch
-    files written, and the mails passed over (where, and what they are)."""
+    files written, and the mails passed over (where, and what they are).
+    The series must apply on the topic, in wd's work repository, as git
+    am would apply it (applycheck)."""
     t = m.topic(topic)
     have = {_plain(_raw_subject(p.path)): p.rel for p in t.patches}
     with tempfile.TemporaryDirectory(prefix="ktopic-mbox-") as tmp:
@@ -273,16 +283,21 @@ def import_mbox(m: Manifest, source: Path, topic: str) -> tuple[Manifest, list[s
             if _plain(mail.subject) in have:
                 raise KtopicError(f"{_plain(mail.subject)!r} is already in topic {topic} as "
                                   f"patches/{topic}/{have[_plain(mail.subject)]}", mail.where)
+        files: list[tuple[str, bytes]] = []
+        series: list[PatchFile] = []            # the patch files as they will be written
+        (tmp / "check").mkdir()
         try:
             pfs = parse_many([(mail.path, mail.where) for mail in patches])
+            n = len(t.patches)
+            for mail, pf in zip(patches, pfs):
+                n += 1
+                name = f"{n:04d}-{manifest_edit.slug(pf.subject)}.patch"
+                files.append((name, _content(mail, pf, tmp)))
+                (tmp / "check" / name).write_bytes(files[-1][1])
+                series.append(dataclasses.replace(pf, path=tmp / "check" / name))
         except KtopicError as e:
             raise KtopicError(e.message, e.file) from None      # the mail, not its line 1
-        files: list[tuple[str, bytes]] = []
-        n = len(t.patches)
-        for mail, pf in zip(patches, pfs):
-            n += 1
-            files.append((f"{n:04d}-{manifest_edit.slug(pf.subject)}.patch",
-                          _content(mail, pf, tmp)))
+        applycheck.check(m, wd, topic, series)
         m2, written = _write(m, t, topic, source, files)
         return m2, written, skipped
 

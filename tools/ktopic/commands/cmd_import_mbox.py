@@ -1,6 +1,7 @@
 """ktopic import-mbox: add a posted series (mbox or directory of mails) to a topic.
 
-Takes an mbox or a directory and a topic (by any of its names); gives the
+Takes an mbox or a directory and a topic (by any of its names), and the
+work directory, where the series is applied on the topic first; gives the
 patch files written, listed, and the mails passed over (replies, cover
 letters, mails without a diff), one line each on stderr.
 """
@@ -24,10 +25,11 @@ def register(sub) -> None:
 
 def run(args) -> int:
     # The lock: an export or another import may be rewriting the manifest.
-    with Workdir(args.workdir).lock():
+    wd = Workdir(args.workdir)
+    with wd.lock():
         m = manifest.load(args.manifest, workdir=args.workdir)
         args.topic = branchspec.resolve_one(m, args.topic, ("topic",)).name
-        _, written, skipped = mbox.import_mbox(m, args.source, args.topic)
+        _, written, skipped = mbox.import_mbox(m, args.source, args.topic, wd)
     for what in skipped:
         print(f"ktopic: skipped: {what}", file=sys.stderr)
     for name in written:
