@@ -34,6 +34,9 @@ CASES = [
      "    depends: [names]", "topic names depends on itself"),
     ("invalid-branch", "    branch: topic/names\n", "    branch: topic/bad..name\n",
      "    branch: topic/bad..name", "invalid branch name 'topic/bad..name'"),
+    # A ref is a file: a component over NAME_MAX bytes (with ".lock") cannot be made.
+    ("branch-component-too-long", "    branch: topic/names\n", f"    branch: topic/{'n' * 251}\n",
+     "    branch: topic/nnn", "a component of 251 bytes; git keeps a branch in a file"),
     ("duplicate-branch", "    branch: topic/names\n", "    branch: topic/counters\n",
      "    branch: topic/counters\n    depends", "branch 'topic/counters' is already used by topic counters"),
     ("bad-version", "  version: 6.1.192\n", "  version: 6.1\n",

@@ -272,6 +272,24 @@ def _valid_branch(name: str) -> bool:
         not name.startswith("-") and name not in ("HEAD", "@")
 
 
+# git keeps a ref in a file named after it (and `<name>.lock` while it
+# moves): each component of a branch name is a file name, at most NAME_MAX
+# bytes with the ".lock".  check-ref-format does not look at lengths.
+NAME_MAX = 255
+
+
+def _branch_problem(name: str) -> str | None:
+    """Why git cannot make a branch of this name, or None."""
+    if not _valid_branch(name):
+        return f"invalid branch name {name!r}"
+    for c in name.split("/"):
+        if len(c.encode()) + len(".lock") > NAME_MAX:
+            return (f"invalid branch name {name!r}: a component of {len(c.encode())} bytes; "
+                    f"git keeps a branch in a file whose name, with .lock, has at most "
+                    f"{NAME_MAX} bytes")
+    return None
+
+
 def is_patch_file(path: Path) -> str | None:
     """None when path looks like a git format-patch mail, else why not."""
     try:
@@ -419,8 +437,9 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
         if tname in RESERVED_TOPICS:
             raise terr(f"topic name {tname!r} is reserved: commands use it for "
                        f"{RESERVED_TOPICS[tname]}")
-        if check_names and not _valid_branch(t["branch"]):
-            raise terr(f"invalid branch name {t['branch']!r}", "branch")
+        why = check_names and _branch_problem(t["branch"])
+        if why:
+            raise terr(why, "branch")
         if t["branch"] in branches:
             raise terr(f"branch {t['branch']!r} is already used by {branches[t['branch']][0]}", "branch")
         why = _reserved(t["branch"]) or _clash(t["branch"], branches)
@@ -505,8 +524,9 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
     _check_cycles(topics, err)
 
     i = data["integration"]
-    if check_names and not _valid_branch(i["branch"]):
-        raise err(f"invalid branch name {i['branch']!r}", "integration", "branch")
+    why = check_names and _branch_problem(i["branch"])
+    if why:
+        raise err(why, "integration", "branch")
     if i["branch"] in branches:
         raise err(f"branch {i['branch']!r} is already used by {branches[i['branch']][0]}",
                   "integration", "branch")
