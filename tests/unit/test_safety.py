@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from conftest import git_in
+from ktopic.errors import KtopicError
+from ktopic.model import manifest
 
 
 def _edit_branch(project, tmp_path, branch, *steps):
@@ -118,6 +122,25 @@ def test_validation_stamps_follow_the_work_directory(project, ktopic, tmp_path, 
     assert r.status == 1, r
     assert not default.exists()
     assert list((project.workdir / "validated").iterdir())
+
+
+def test_a_manifest_changed_while_it_is_loaded_is_not_stamped_valid(project, monkeypatch):
+    """The validation stamp is keyed by the bytes validated: a file
+    rewritten between the read and the stamp is validated when it is
+    loaded again, not taken as known."""
+    good = project.manifest.read_text()
+    bad = good.replace("    branch: topic/names\n", "    branch: topic/bad..name\n")
+    real = manifest._no_nul
+
+    def rewritten(data, name):          # runs after the read, before the stamp
+        real(data, name)
+        project.manifest.write_text(bad)
+    monkeypatch.setattr(manifest, "_no_nul", rewritten)
+    manifest.load(project.manifest, workdir=project.workdir)
+    assert list((project.workdir / "validated").iterdir())
+    monkeypatch.setattr(manifest, "_no_nul", real)
+    with pytest.raises(KtopicError, match="invalid branch name 'topic/bad..name'"):
+        manifest.load(project.manifest, workdir=project.workdir)
 
 
 def test_export_without_a_base_says_import_base(project, ktopic):

@@ -315,7 +315,8 @@ def load(path: Path | str, root: Path | None = None,
     name = display_path(path, root)
     if not path.exists():
         raise KtopicError("manifest not found", name)
-    data = yamlpos.load(path, name)
+    raw = yamlpos.read(path, name)
+    data = yamlpos.load(path, name, raw)
     if not isinstance(data, dict):
         raise KtopicError("the manifest must be a mapping of keys (version, series, base, topics, integration)",
                           name, getattr(data, "line", 1))
@@ -323,7 +324,8 @@ def load(path: Path | str, root: Path | None = None,
     # Keyed by this file too: a stamp means "every check of this code passed".
     stamps = stampcache.Store((Path(workdir).expanduser() if workdir else default_root()) / "validated",
                               "{key}")
-    stamp = stampcache.key(path.read_bytes(), SCHEMA.read_bytes(), Path(__file__).read_bytes())
+    # The bytes validated, not the file read again: it may have changed since.
+    stamp = stampcache.key(raw, SCHEMA.read_bytes(), Path(__file__).read_bytes())
     known = stamps.has(stamp)
     if not known:
         _validate(data, name)

@@ -142,13 +142,21 @@ def _check_size(node, name: str) -> None:
     size(node)
 
 
-def load(path: Path, display: str | None = None):
-    """Load a YAML file; errors name display (or path) and the line."""
-    name = display or str(path)
+def read(path: Path, display: str | None = None) -> bytes:
+    """The bytes of a YAML file, read once: what is parsed is what a
+    caller keys its cache on."""
     try:
-        data = Path(path).read_bytes()
+        return Path(path).read_bytes()
     except OSError as e:
-        raise KtopicError(f"cannot read: {e.strerror}", name) from None
+        raise KtopicError(f"cannot read: {e.strerror}", display or str(path)) from None
+
+
+def load(path: Path, display: str | None = None, data: bytes | None = None):
+    """Load a YAML file (data: its bytes, as read()); errors name display
+    (or path) and the line."""
+    name = display or str(path)
+    if data is None:
+        data = read(path, name)
     text = _decode(data, name)
     loader = None
     try:
