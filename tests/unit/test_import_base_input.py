@@ -418,3 +418,21 @@ def test_a_large_file_is_streamed_unchanged(imported, ktopic, monkeypatch, tmp_p
     other = tmp_path / "elsewhere"
     assert ktopic(*imported.args("import-base", workdir=other)).status == 0
     assert imported.refs(other)["refs/heads/base"] == imported.refs()["refs/heads/base"]
+
+
+def test_no_member_is_read_whole(project, ktopic, monkeypatch):
+    """Every file, the Makefile too, is read a bounded piece at a time: a
+    small xz that expands to one huge member does not fill the memory."""
+    from ktopic.plumbing import importbase
+    monkeypatch.setattr(importbase, "_CHUNK", 7)
+    sizes = []
+
+    class Recording(tarfile.ExFileObject):
+        def read(self, size=-1):
+            sizes.append(size)
+            return super().read(size)
+    monkeypatch.setattr(tarfile.TarFile, "fileobject", Recording)
+    r = ktopic(*project.args("import-base"))
+    assert r.status == 0, r
+    assert sizes and all(0 <= s <= 1 << 20 for s in sizes), sizes
+    assert project.git("cat-file", "blob", "base:Makefile") == TREE["Makefile"]

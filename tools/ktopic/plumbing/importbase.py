@@ -166,12 +166,13 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
                     if kind == "link":
                         tree.add(path, *target)
                         continue
+                    f = None            # a file's rest, streamed after data
                     if kind == "sym":
                         data, mode = tree.link_text(member), b"120000"
                     else:
                         mode = b"100755" if member.mode & 0o111 else b"100644"
                         f = tar.extractfile(member)
-                        data = f.read() if member.size <= _CHUNK or path == "Makefile" else f
+                        data = f.read(_MAKEFILE_HEAD if path == "Makefile" else _CHUNK)
                     if path == "Makefile":
                         makefile_seen = True
                         found = makefile_version(data.decode(errors="replace"))
@@ -182,13 +183,11 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
                     if 0 <= member.mtime < 1 << 63:     # a pax mtime is a float: inf, nan
                         mtime = max(mtime, int(member.mtime))
                     mark = tree.add(path, mode)
-                    if isinstance(data, bytes):
-                        out.write(b"blob\nmark :%d\ndata %d\n" % (mark, len(data)))
-                        out.write(data)
-                    else:
-                        out.write(b"blob\nmark :%d\ndata %d\n" % (mark, member.size))
-                        for chunk in iter(lambda: data.read(_CHUNK), b""):
-                            out.write(chunk)
+                    size = member.size if f is not None else len(data)
+                    out.write(b"blob\nmark :%d\ndata %d\n" % (mark, size))
+                    out.write(data)
+                    while f is not None and (chunk := f.read(_CHUNK)):
+                        out.write(chunk)
                     out.write(b"\n")
         except tarfile.TarError as e:
             _stream_error(xz, xz_err, tarball, e, last, where)
@@ -235,7 +234,12 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
     return commit
 
 
+# A file goes to fast-import a chunk at a time (with its length first):
+# a small xz that expands to one huge member does not fill the memory.
 _CHUNK = 1 << 20
+# The version lines are at the top of the kernel's Makefile: its first MiB
+# is read for them, the rest (if any) streamed as any file's.
+_MAKEFILE_HEAD = 1 << 20
 
 
 def _abandon(proc, xz, meter, git: Git, packs: Path, tmp_packs: set, crashes: set) -> None:
