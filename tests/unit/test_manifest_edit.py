@@ -54,3 +54,22 @@ def test_dropping_the_entry_that_holds_an_anchor(project):
     assert all(len(ln) <= 90 for ln in changed), "\n".join(changed)
     assert "\n".join(changed).count("+          - type: FILE_PATH_CHANGES") == 2, changed
     assert not [ln for ln in changed if "topic/" in ln or "to:" in ln]
+
+
+def test_an_entry_is_added_to_a_flow_style_upstream_list(project):
+    text = project.read_text()
+    a = text.index("    upstream:\n      - subject: \"Compiler Attributes")
+    b = text.index("    tested: true", a)
+    project.write_text(text[:a] + (
+        '    upstream: [{subject: "Compiler Attributes: add __flatten", upstream-in: "v5.12",\n'
+        '                evidence: "in compiler_attributes.h",\n'
+        '                checks: [{file: include/linux/compiler_attributes.h,\n'
+        '                          contains: "__flatten"}]}]  # since v5.12\n') + text[b:])
+    new = {"subject": "locking: a later one", "upstream-in": "v6.2", "evidence": "here",
+           "checks": [{"file": "kernel/locking/six.c", "contains": "six_lock"}]}
+    manifest_edit.add_upstream(manifest.load(project), "compiler", new)
+    after = project.read_text()
+    got = manifest.load(project).topics["compiler"].upstream
+    assert [u.subject for u in got] == ["Compiler Attributes: add __flatten", "locking: a later one"]
+    assert "    upstream:  # since v5.12\n      - subject: 'Compiler Attributes: add" in after
+    assert "[{" not in after and after.count("    tested: true") == text.count("    tested: true")

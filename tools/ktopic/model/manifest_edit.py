@@ -40,6 +40,15 @@ def _entry_text(p, indent: str) -> list[str]:
     return out
 
 
+def _plain(v):
+    """A loaded value as plain dicts and lists, which yaml.dump can write."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
 def _file(p) -> str:
     return p if isinstance(p, str) else p["file"]
 
@@ -230,6 +239,17 @@ def add_upstream(m: Manifest, topic: str, entry: dict, kind: str = "upstream") -
         start = t.lines[kind] - 1
         if lines[start].rstrip().endswith("[]"):
             lines[start:start + 1] = [f"{key_indent}{kind}:\n"] + item
+        elif getattr(t[kind], "flow", False):
+            # `upstream: [{...}, ...]`: written again as a block list with
+            # the new entry last, from the key to the closing bracket (a
+            # comment after it goes on the key's line), as set_patches does.
+            end, column = t[kind].end
+            head = f"{key_indent}{kind}:"
+            comment = lines[end - 1][column:].strip()
+            block = [f"{head}  {comment}\n" if comment else f"{head}\n"]
+            for old in t[kind]:
+                block += _entry_text(_plain(old), key_indent + "  ")
+            lines[start:end] = block + item
         else:
             at = _block_end(lines, start, n)
             lines[at:at] = item
