@@ -48,7 +48,7 @@ from ktopic.plumbing.fastapply import Applied
 from ktopic.branches.generate import MADE, Generator, worktree_branches
 from ktopic.plumbing.gitutil import ZERO, Git, tree_attributes
 from ktopic.model.manifest import Manifest
-from ktopic.plumbing.patchfile import PatchFile, parse
+from ktopic.plumbing.patchfile import PatchFile, crlf_throughout, parse
 from ktopic.model.workdir import Workdir
 from ktopic.fileio import write_atomic
 
@@ -496,7 +496,10 @@ class Rebase:
         r = _run_in(wt, "read-tree", "-mu", "HEAD")
         if r.returncode != 0:
             raise Failure(f"could not prepare the worktree {wt}: {r.stderr.strip()}")
-        am = _run_in(wt, "am", "--3way", "--keep-cr", str(p.path), env=self._committer(p))
+        # The CRs generate keeps (patchfile.as_mailsplit): all of a CRLF
+        # mail's are dropped, a diff's own are kept.
+        keep = [] if crlf_throughout(p.data.lstrip(b" \t\n\r")) else ["--keep-cr"]
+        am = _run_in(wt, "am", "--3way", *keep, str(p.path), env=self._committer(p))
         files = _run_in(wt, "diff", "--name-only", "--diff-filter=U").stdout.split() or unmerged
         remaining = set(_run_in(wt, "rerere", "remaining").stdout.split())
         by_rerere = [f for f in files if f not in remaining]

@@ -50,7 +50,7 @@ def same_as_base_diff(git: Git, p: PatchFile, old: str, new: str) -> str | None:
     files = p.paths
     if not files:
         return None
-    ours = patch_id(git, p.path.read_bytes())
+    ours = patch_id(git, p.patch)          # the diff git am applies, decoded
     if ours is None:
         return None
     theirs = patch_id(git, git.run("diff", "--no-color", "--no-ext-diff", old, new, "--", *files,

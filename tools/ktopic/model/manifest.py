@@ -301,7 +301,11 @@ def is_patch_file(path: Path) -> str | None:
     text = head.decode("utf-8", errors="replace")
     if not re.search(r"^Subject: ", text, re.M):
         return "not a patch mail (no Subject: header; make it with git format-patch)"
-    if not re.search(r"^diff --git a/", text, re.M):
+    # A quoted-printable or base64 body is decoded by git mailinfo, as git
+    # am decodes it: whether it holds a diff is known once it is read.
+    if not re.search(r"^diff --git a/", text, re.M) and \
+            not re.search(r"^Content-Transfer-Encoding:[ \t]*(base64|quoted-printable)[ \t]*$",
+                          text, re.M | re.I):
         return "not a patch (no 'diff --git' section)"
     return None
 

@@ -1,8 +1,13 @@
 """One git format-patch file: who wrote it, when, the message, and the diff.
 
-The mail is parsed by git mailinfo, as git am does.  The commit a patch
-file gives is the one git am would make, except that notes written below
-the `---` line (test figures, changes since the last revision) stay in the
+The mail is read as git am reads it: as git mailsplit leaves it (blank
+lines before the first one skipped; in a mail whose every line ends in
+CRLF, the CRs dropped: see as_mailsplit), then by git mailinfo, which
+decodes a quoted-printable or base64 body and re-encodes a declared
+charset to UTF-8.  The diff applied is the one git mailinfo extracts
+(PatchFile.patch), not the file's raw bytes.  So the commit a patch file
+gives is the one git am would make, except that notes written below the
+`---` line (test figures, changes since the last revision) stay in the
 message after a `---` line of their own: that is where `git format-patch`
 and b4 take them from again, and where `git am` on the receiving side
 drops them, so the file written back is the file read.
@@ -42,8 +47,14 @@ class PatchFile:
     date: str
     subject: str
     body: str
-    diff: str
+    diff: str                 # patch, decoded for reading (names, hunks)
     hunks: dict[str, list[Hunk]] = field(default_factory=dict)   # by old path
+    # The diff git mailinfo extracts from the mail: what git am applies.
+    patch: bytes = b""
+    # The number of lines of the file before patch, when patch is the
+    # file's end as it is (a mail that is not encoded); None when git
+    # mailinfo decoded it.  git apply's "line N" is then N + patch_line.
+    patch_line: int | None = 0
 
     @property
     def message(self) -> str:
@@ -67,7 +78,7 @@ class PatchFile:
 
     @cached_property
     def data(self) -> bytes:
-        """The patch file as it is on disk (what git apply reads)."""
+        """The patch file as it is on disk (its hash keys the stack cache)."""
         return self.path.read_bytes()
 
     @cached_property
@@ -118,11 +129,17 @@ class Mailinfo:
 
     def __init__(self, path: Path, display: str):
         self.path, self.display = Path(path), display
+        self.data = self.path.read_bytes()
+        self.mail, self.skipped = as_mailsplit(self.data)
         self.tmp = tempfile.TemporaryDirectory(prefix="ktopic-mailinfo-")
         self.msg, self.patch = Path(self.tmp.name, "msg"), Path(self.tmp.name, "patch")
         self.done = False
         try:
-            with open(path, "rb") as f:
+            source = path
+            if self.mail is not self.data:
+                source = Path(self.tmp.name, "mail")
+                source.write_bytes(self.mail)
+            with open(source, "rb") as f:
                 self.p = subprocess.Popen(["git", "mailinfo", "-u", str(self.msg), str(self.patch)],
                                           stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           env=gitutil.env())
@@ -137,15 +154,22 @@ class Mailinfo:
             if self.p.returncode != 0:
                 raise KtopicError(f"not a patch mail: {err.decode(errors='replace').strip()}",
                                   self.display, 1)
-            body = self.msg.read_text(errors="replace").strip()
-            diff = self.patch.read_text(errors="replace")
+            msg = self.msg.read_bytes()
+            patch = self.patch.read_bytes()
         finally:
             self.tmp.cleanup()
         info: dict[str, str] = {}
-        for line in out.decode("utf-8", errors="replace").splitlines():
-            k, _, v = line.partition(": ")
-            info[k] = v
-        return _patch(self.path, self.display, info, body, diff)
+        for line in out.split(b"\n"):
+            k, _, v = line.partition(b": ")
+            info[k.decode("utf-8", "replace")] = v.decode("utf-8", "replace")
+        body = msg.decode(errors="replace").strip()
+        pf = _patch(self.path, self.display, info, body, patch)
+        pf.data = self.data
+        if patch and self.mail.endswith(patch):
+            pf.patch_line = self.skipped + self.mail[:len(self.mail) - len(patch)].count(b"\n")
+        else:
+            pf.patch_line = None
+        return pf
 
     def stop(self) -> None:
         """End the run if its result was not taken."""
@@ -156,6 +180,32 @@ class Mailinfo:
             self.p.kill()
         self.p.communicate()
         self.tmp.cleanup()
+
+
+# git's isspace(): space, tab, newline, carriage return (not \v or \f).
+GIT_SPACE = b" \t\n\r"
+
+
+def as_mailsplit(data: bytes) -> tuple[bytes, int]:
+    """The mail git am gives git mailinfo from a patch file, and the number
+    of lines skipped before it: git mailsplit skips the whitespace before
+    the first line and, in a mail whose every line ends in CRLF (one that
+    went through a CRLF transport), drops the CR of each.  Where only some
+    lines end so (a diff of a file that has CRLF lines, in a mail that
+    went through unchanged), the CRs are the file's and are kept, as
+    `git am --keep-cr` keeps them: plain git am would drop them, and the
+    tree would lose them or the hunks would not fit.  data itself when
+    nothing changes."""
+    mail = data.lstrip(GIT_SPACE)
+    skipped = data[:len(data) - len(mail)].count(b"\n")
+    if crlf_throughout(mail):
+        mail = mail.replace(b"\r\n", b"\n")
+    return (data if mail == data else mail), skipped
+
+
+def crlf_throughout(mail: bytes) -> bool:
+    """Every line of the mail ends in CRLF."""
+    return b"\r\n" in mail and mail.count(b"\n") == mail.count(b"\r\n")
 
 
 def parse(path: Path, display: str | None = None) -> PatchFile:
@@ -180,13 +230,14 @@ def parse_many(items: list[tuple[Path, str]], jobs: int = 8) -> list[PatchFile]:
     return out
 
 
-def _patch(path: Path, display: str, info: dict[str, str], body: str, diff: str) -> PatchFile:
+def _patch(path: Path, display: str, info: dict[str, str], body: str, patch: bytes) -> PatchFile:
     for key in ("Author", "Email", "Subject", "Date"):
         if not info.get(key):
             raise KtopicError(f"patch mail has no {key}", display, 1)
+    diff = patch.decode(errors="replace")
     pf = PatchFile(path=Path(path), display=display, author=info["Author"],
                    email=info["Email"], date=info["Date"], subject=info["Subject"],
-                   body=body, diff=diff)
+                   body=body, diff=diff, patch=patch)
     pf.hunks = _hunks(diff)
     if not pf.hunks and "\nGIT binary patch" not in diff and "rename from" not in diff \
             and not re.search(r"^(new|deleted) file mode", diff, re.M):

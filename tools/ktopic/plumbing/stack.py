@@ -1,6 +1,9 @@
 """Apply patch files on top of a commit with git plumbing only.
 
-No checkout.  A patch whose hunks apply exactly is applied to the blobs in
+No checkout.  What is applied is the diff git mailinfo extracts from the
+patch mail (PatchFile.patch), as git am applies it: a quoted-printable or
+base64 mail decoded, a CRLF one without its CRs.  A patch whose hunks
+apply exactly is applied to the blobs in
 Python and grafted into the parent's tree (fastapply.apply_exact); any
 other goes through `git apply --cached` on a temporary index that holds
 only the files it touches (fastapply.apply), or, when that cannot be done,
@@ -46,9 +49,10 @@ class StackCache:
     """(parent commit, patch sha256) -> commit, persisted as JSON.  The key
     also holds the version of the way a commit is made from a patch
     (LAYOUT), so that commits made the way an older ktopic made them are
-    not taken from the cache: layout 2 keeps notes below `---`."""
+    not taken from the cache: layout 2 keeps notes below `---`; layout 3
+    applies the diff git mailinfo decodes (not the mail's raw bytes)."""
 
-    LAYOUT = 2
+    LAYOUT = 3
 
     def __init__(self, path: Path, git: Git, store: ObjectStore | None = None):
         self.path, self.git, self.store = path, git, store
@@ -164,23 +168,25 @@ class Stacker:
         the files git applies to: names_agree), else the whole tree."""
         if not args:
             try:
-                return self.fast.apply_exact(self.tree_of(head), p.data,
+                return self.fast.apply_exact(self.tree_of(head), p.patch,
                                              search="apply.ignorewhitespace" not in self._config(),
                                              wait=not self._deferred)
             except NotSimple:
                 pass
-        if p.names_agree:       # else git may apply to files the index would lack
-            try:
-                return self.fast.apply(self.tree_of(head), p.path, p.paths, *args)
-            except NotSimple:
-                pass
-        self.store.sync()
         with tempfile.TemporaryDirectory(prefix="ktopic-index-") as tmp:
+            diff = Path(tmp, "patch")           # what git am gives git apply
+            diff.write_bytes(p.patch)
+            if p.names_agree:       # else git may apply to files the index would lack
+                try:
+                    return self.fast.apply(self.tree_of(head), diff, p.paths, *args)
+                except NotSimple:
+                    pass
+            self.store.sync()
             index = os.path.join(tmp, "index")
             env = {"GIT_INDEX_FILE": index}
             self._read_tree(head, index, env)
             r = self.git.try_run("apply", "--cached", "--whitespace=nowarn", *args,
-                                 str(Path(p.path).resolve()), env=env,
+                                 str(diff), env=env,
                                  cwd=tmp)     # not the user's cwd
             if r.returncode != 0 or "--check" in args:
                 unmerged = sorted({ln.split("\t", 1)[1] for ln in
@@ -245,4 +251,11 @@ class Stacker:
         said = [ln for ln in said if not ln.startswith("No valid patches")] or said
         detail = said[0] if said else (stderr.strip().splitlines() or ["git apply failed"])[0]
         detail = detail.replace(' (allow with "--allow-empty")', "")
+        # git counts the lines of the diff it was given: those of the file
+        # after the message, or of what git mailinfo decoded.
+        if p.patch_line is not None:
+            detail = re.sub(r"\bline (\d+)", lambda m: f"line {int(m.group(1)) + p.patch_line}",
+                            detail)
+        elif re.search(r"\bline \d+", detail):
+            detail += " (of the diff git mailinfo decodes from the mail)"
         return ApplyError(p, "(patch)", "whole patch", detail)

@@ -1,0 +1,131 @@
+"""A patch file is the commit `git am` makes of it, whatever the mail's
+encoding: quoted-printable and base64 bodies are applied as git mailinfo
+decodes them, a CRLF file as git mailsplit leaves it (without the CRs).
+
+Each case writes a variant of topic names' patch, generates, and compares
+topic/names with the commit `git am --committer-date-is-author-date`
+makes of the same file on topic/counters, in a worktree of the work
+repository: the same commit id (tree, author, committer, message)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import quopri
+import subprocess
+
+import pytest
+
+from conftest import TREE, git_in, make_patch
+
+NAMES = "patches/names/0001-lib-names-rename.patch"
+MIME = ("MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n"
+        "Content-Transfer-Encoding: {}\n")
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> bytes:
+    """names' patch, plus a new file whose lines hold '=' and a line longer
+    than quoted-printable's 76 columns."""
+    tmp = tmp_path_factory.mktemp("am-patch")
+    long = "/* " + "a long line " * 10 + "*/"
+    return make_patch(tmp, dict(TREE), [
+        ("lib/names.c", '"n7"', '"seven"'),
+        ("lib/x.c", "", f"int x = 1;\nint y =\t2;  \n{long}\n")],
+        "lib/names: rename", "Thu, 3 Dec 2026 06:02:00 +0000").encode()
+
+
+def _split(mail: bytes) -> tuple[bytes, bytes]:
+    head, _, body = mail.partition(b"\n\n")
+    return head + b"\n", body
+
+
+def qp(mail: bytes) -> bytes:
+    head, body = _split(mail)
+    return head + MIME.format("quoted-printable").encode() + b"\n" + quopri.encodestring(body)
+
+
+def b64(mail: bytes) -> bytes:
+    head, body = _split(mail)
+    return head + MIME.format("base64").encode() + b"\n" + base64.encodebytes(body)
+
+
+def crlf(mail: bytes) -> bytes:
+    return mail.replace(b"\n", b"\r\n")
+
+
+VARIANTS = {"plain": lambda m: m, "quoted-printable": qp, "base64": b64, "crlf": crlf,
+            "crlf-quoted-printable": lambda m: crlf(qp(m))}
+
+
+def _git_am(project, patch, tmp_path, *options: str) -> str:
+    wt = tmp_path / "wt"
+    subprocess.run(["git", "--git-dir", str(project.workdir / "linux.git"), "worktree", "add",
+                    "-q", "--detach", str(wt), "topic/counters"], check=True)
+    r = subprocess.run(["git", "am", "-q", "--committer-date-is-author-date", *options,
+                        str(patch)], cwd=wt,
+                       capture_output=True, env=dict(os.environ, GIT_CONFIG_NOSYSTEM="1",
+                                                     GIT_CONFIG_GLOBAL=os.devnull,
+                                                     GIT_COMMITTER_NAME="x",
+                                                     GIT_COMMITTER_EMAIL="x@example.org"))
+    assert r.returncode == 0, r
+    # The committer is the author, as ktopic makes it.
+    who = git_in(wt, "log", "-1", "--format=%an%x00%ae").rstrip("\n").split("\0")
+    git_in(wt, "reset", "-q", "--hard", "HEAD~")
+    git_in(wt, "am", "-q", "--committer-date-is-author-date", *options, str(patch),
+           env={"GIT_COMMITTER_NAME": who[0], "GIT_COMMITTER_EMAIL": who[1],
+                "GIT_CONFIG_GLOBAL": os.devnull})
+    head = git_in(wt, "rev-parse", "HEAD").strip()
+    subprocess.run(["git", "--git-dir", str(project.workdir / "linux.git"), "worktree", "remove",
+                    "--force", str(wt)], check=True)
+    return head
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_generate_makes_the_commit_git_am_makes(generated, ktopic, plain, variant, tmp_path):
+    patch = generated.root / NAMES
+    patch.write_bytes(VARIANTS[variant](plain))
+    r = ktopic(*generated.args("generate"))
+    assert r.status == 0, r
+    theirs = _git_am(generated, patch, tmp_path)
+    ours = generated.git("rev-parse", "topic/names").strip()
+    assert ours == theirs, (generated.git("cat-file", "-p", ours),
+                            generated.git("cat-file", "-p", theirs),
+                            generated.git("diff", theirs, ours))
+    assert "int x = 1;" in generated.git("show", "topic/names:lib/x.c")
+
+
+def test_the_crs_of_a_diff_in_a_plain_mail_are_kept(generated, ktopic, plain, tmp_path):
+    """A mail whose diff adds CRLF lines, the other lines LF: the CRs are
+    the file's (no transport added them), kept as `git am --keep-cr`
+    keeps them; plain git am would drop them."""
+    patch = generated.root / NAMES
+    patch.write_bytes(plain.replace(b"+int x = 1;\n", b"+int x = 1;\r\n"))
+    assert ktopic(*generated.args("generate")).status == 0
+    assert generated.git("rev-parse", "topic/names").strip() == \
+        _git_am(generated, patch, tmp_path, "--keep-cr")
+    blob = subprocess.run(["git", "--git-dir", str(generated.workdir / "linux.git"), "show",
+                           "topic/names:lib/x.c"], capture_output=True, check=True).stdout
+    assert blob.startswith(b"int x = 1;\r\nint y")
+
+
+@pytest.mark.parametrize("variant", ["quoted-printable", "base64"])
+def test_an_error_in_a_decoded_diff_names_its_line_there(generated, ktopic, plain, variant):
+    """git apply's line numbers are those of the decoded diff, not of
+    the file: said so."""
+    broken = plain.replace(b"+int x = 1;\n", b"+int x = 1;\n@@ garbage\n")
+    (generated.root / NAMES).write_bytes(VARIANTS[variant](broken))
+    r = ktopic(*generated.args("generate", "names"))
+    assert r.status == 1, r
+    assert len(r.err.strip().splitlines()) == 1, r
+    assert "of the diff git mailinfo decodes" in r.err, r
+
+
+def test_an_error_in_a_plain_patch_names_the_line_of_the_file(generated, ktopic, plain):
+    broken = plain.replace(b"+int x = 1;\n", b"+int x = 1;\n@@ garbage\n")
+    (generated.root / NAMES).write_bytes(crlf(broken))
+    r = ktopic(*generated.args("generate", "names"))
+    assert r.status == 1, r
+    want = broken.split(b"\n").index(b"@@ garbage") + 1
+    assert f"corrupt patch at line {want}\n" in r.err, r
+
