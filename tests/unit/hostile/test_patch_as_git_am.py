@@ -1,6 +1,8 @@
 """A patch file is the commit `git am` makes of it, whatever the mail's
 encoding: quoted-printable and base64 bodies are applied as git mailinfo
-decodes them, a CRLF file as git mailsplit leaves it (without the CRs).
+decodes them, a CRLF file as git mailsplit leaves it (without the CRs), a
+message in Latin-1 (no charset said) is committed as git commit-tree
+re-encodes it, and the message is cleaned up as git am cleans it.
 
 Each case writes a variant of topic names' patch, generates, and compares
 topic/names with the commit `git am --committer-date-is-author-date`
@@ -17,6 +19,7 @@ import subprocess
 import pytest
 
 from conftest import TREE, git_in, make_patch
+from ktopic.plumbing import commitobj
 
 NAMES = "patches/names/0001-lib-names-rename.patch"
 MIME = ("MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n"
@@ -54,8 +57,18 @@ def crlf(mail: bytes) -> bytes:
     return mail.replace(b"\n", b"\r\n")
 
 
+def latin1(mail: bytes) -> bytes:
+    """No charset declared; Latin-1 in the author, subject and body, and a
+    body git am cleans up (trailing blanks, runs of empty lines)."""
+    return (mail.replace(b"From: Test Porter", b"From: Andr\xe9 Porter")
+                .replace(b"Subject: [PATCH] lib/names: rename",
+                         b"Subject: [PATCH] lib/names: caf\xe9 rename")
+                .replace(b"Why: a test needs it.",
+                         b"Why: the caf\xe9 needs it.  \n\n\n\nAnd\t\n\xa0more."))
+
+
 VARIANTS = {"plain": lambda m: m, "quoted-printable": qp, "base64": b64, "crlf": crlf,
-            "crlf-quoted-printable": lambda m: crlf(qp(m))}
+            "crlf-quoted-printable": lambda m: crlf(qp(m)), "latin1": latin1}
 
 
 def _git_am(project, patch, tmp_path, *options: str) -> str:
@@ -129,3 +142,25 @@ def test_an_error_in_a_plain_patch_names_the_line_of_the_file(generated, ktopic,
     want = broken.split(b"\n").index(b"@@ garbage") + 1
     assert f"corrupt patch at line {want}\n" in r.err, r
 
+
+BYTES = [b"caf\xe9", b"ok \xc3\xa9", b"\xef\xb7\x90 U+FDD0", b"\xef\xbf\xbe U+FFFE",
+         b"\xf0\x9f\xbf\xbe U+1FFFE", b"\xed\xa0\x80 surrogate", b"\xc0\xaf overlong",
+         b"\xe2\x82 cut", b"cut at the end \xe2\x82", b"\xf8\x88\x80\x80\x80 five",
+         b"\xf4\x90\x80\x80 beyond", b"\xf0\x9f\x98\x80 emoji", b"\x80\xbf lone",
+         b"\xe0\xa0\x80 U+0800"]
+
+
+def test_git_utf8_is_what_git_commit_tree_writes(tmp_path):
+    gd = tmp_path / "g.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(gd)], check=True)
+    env = dict(os.environ, GIT_DIR=str(gd), GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull,
+               GIT_AUTHOR_NAME="a", GIT_AUTHOR_EMAIL="a@b", GIT_COMMITTER_NAME="a",
+               GIT_COMMITTER_EMAIL="a@b", GIT_AUTHOR_DATE="@1 +0000", GIT_COMMITTER_DATE="@1 +0000")
+    tree = subprocess.run(["git", "mktree"], input=b"", env=env, capture_output=True,
+                          check=True).stdout.decode().strip()
+    for raw in BYTES:
+        c = subprocess.run(["git", "commit-tree", tree], input=b"x " + raw + b"\n", env=env,
+                           capture_output=True, check=True).stdout.decode().strip()
+        body = subprocess.run(["git", "cat-file", "commit", c], env=env, capture_output=True,
+                              check=True).stdout.split(b"\n\n", 1)[1]
+        assert commitobj.git_utf8(b"x " + raw + b"\n").encode() == body, raw

@@ -8,7 +8,9 @@ many formats, and re-encodes messages that are not UTF-8.  For the plain
 case (an RFC 2822 date as git format-patch writes it, a name and an email
 with nothing to strip, a UTF-8 message) the result is computed here, so a
 commit costs no process; for anything else commit_bytes() returns None and
-the caller runs `git commit-tree`.
+the caller runs `git commit-tree`.  git_utf8() is the text git commits
+for bytes that are not UTF-8 (a mail's Latin-1 message), so that what is
+given here or to git is UTF-8 already, and the same either way.
 
 Takes a tree, a parent and a patch's identity, date and message; gives the
 commit object's bytes, or None.
@@ -30,7 +32,13 @@ DATE = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\d{1,2}) (%s) (\d{4}) "
 CRUD = set(range(33)) | set(b".,:;<>\"\\'")
 # What git's UTF-8 check refuses (it would re-encode the message), and
 # more: NUL, and everything beyond the first plane.
-NOT_PLAIN = re.compile("[\0\ud800-\udfff\ufffe\uffff\U00010000-\U0010ffff]")
+NOT_PLAIN = re.compile("[\0\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff\U00010000-\U0010ffff]")
+# Code points git's UTF-8 check refuses although they are valid UTF-8:
+# U+FDD0..U+FDEF and the last two of every plane.
+NONCHARACTERS = re.compile("[\ufdd0-\ufdef%s]" % "".join(
+    chr(p << 16 | 0xfffe) + chr(p << 16 | 0xffff) for p in range(17)))
+# The largest code point of a sequence of 1, 2, 3, 4 bytes.
+MAX_CODEPOINT = (0x7f, 0x7ff, 0xffff, 0x10ffff)
 
 
 def git_date(date: str) -> str | None:
@@ -49,6 +57,51 @@ def git_date(date: str) -> str | None:
     stamp = calendar.timegm((year, month, day, int(hh), int(mm), int(ss))) - \
         (offset if sign == "+" else -offset) * 60
     return f"{stamp} {'-' if sign == '-' and offset else '+'}{tzh}{tzm}"
+
+
+def _git_sequence(data: bytes, i: int) -> int:
+    """The length of the UTF-8 sequence at data[i] (a byte >= 0x80) that
+    git's find_invalid_utf8() accepts, or 0 where it finds it invalid."""
+    c, more = data[i], 0
+    while c & 0x40:
+        c, more = (c << 1) & 0xff, more + 1
+    if not 1 <= more <= 3 or len(data) - i - 1 < more:
+        return 0
+    cp = (c & 0x7f) >> more
+    for b in data[i + 1:i + 1 + more]:
+        if b & 0xc0 != 0x80:
+            return 0
+        cp = cp << 6 | b & 0x3f
+    if not MAX_CODEPOINT[more - 1] < cp <= MAX_CODEPOINT[more] or cp & 0x1ff800 == 0xd800 \
+            or cp & 0xfffe == 0xfffe or 0xfdd0 <= cp <= 0xfdef:
+        return 0
+    return more + 1
+
+
+def git_utf8(data: bytes) -> str:
+    """The text git commit-tree commits for these bytes (verify_utf8() of
+    git's commit.c): UTF-8 as it is; where a byte does not start a sequence
+    git takes as valid, that byte is taken as Latin-1 (0xe9 -> U+00E9) and
+    the search goes on at the next one.  git am commits a mail that
+    declares no charset so: Latin-1 becomes UTF-8."""
+    try:
+        text = data.decode("utf-8")
+        if not NONCHARACTERS.search(text):
+            return text
+    except UnicodeDecodeError:
+        pass
+    out = bytearray()
+    i = 0
+    while i < len(data):
+        c = data[i]
+        n = 1 if c < 0x80 else _git_sequence(data, i)
+        if n:
+            out += data[i:i + n]
+            i += n
+        else:
+            out += bytes((0xc0 + (c >> 6), 0x80 + (c & 0x3f)))
+            i += 1
+    return out.decode("utf-8")
 
 
 def _utf8_pipes() -> bool:

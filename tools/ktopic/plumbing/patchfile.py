@@ -5,12 +5,16 @@ lines before the first one skipped; in a mail whose every line ends in
 CRLF, the CRs dropped: see as_mailsplit), then by git mailinfo, which
 decodes a quoted-printable or base64 body and re-encodes a declared
 charset to UTF-8.  The diff applied is the one git mailinfo extracts
-(PatchFile.patch), not the file's raw bytes.  So the commit a patch file
-gives is the one git am would make, except that notes written below the
-`---` line (test figures, changes since the last revision) stay in the
-message after a `---` line of their own: that is where `git format-patch`
-and b4 take them from again, and where `git am` on the receiving side
-drops them, so the file written back is the file read.
+(PatchFile.patch), not the file's raw bytes; the message is the one git
+am commits: cleaned up as git am cleans it (git's stripspace) and, where
+it is not UTF-8, made UTF-8 as git commit-tree makes it (a byte that is
+not part of a valid sequence taken as Latin-1, as in a mail that declares
+no charset).  So the commit a patch file gives is the one git am would
+make, except that notes written below the `---` line (test figures,
+changes since the last revision) stay in the message after a `---` line
+of their own: that is where `git format-patch` and b4 take them from
+again, and where `git am` on the receiving side drops them, so the file
+written back is the file read.
 
 Takes a patch file; gives a PatchFile (author, date, message, diff, hunks).
 """
@@ -27,6 +31,7 @@ from pathlib import Path
 
 from ktopic.errors import KtopicError
 from ktopic.plumbing import gitutil
+from ktopic.plumbing.commitobj import git_utf8
 
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -58,7 +63,7 @@ class PatchFile:
 
     @property
     def message(self) -> str:
-        text = self.subject + ("\n\n" + self.body if self.body else "") + "\n"
+        text = stripspace(self.subject + "\n\n" + self.body)      # as git am makes it
         return text + ("---\n" + self.notes if self.notes else "")
 
     @cached_property
@@ -66,7 +71,8 @@ class PatchFile:
         """The lines between the `---` that ends the message and a second
         `---` before the diff (git format-patch writes its own `---` after a
         message that holds one), or "" when there are none."""
-        lines = self.diff.splitlines(keepends=True)
+        lines = git_utf8(self.patch).split("\n") if self.patch else self.diff.split("\n")
+        lines = [ln + "\n" for ln in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
         if not lines or lines[0].rstrip("\n") != "---":
             return ""
         for i, line in enumerate(lines[1:], 1):
@@ -161,8 +167,8 @@ class Mailinfo:
         info: dict[str, str] = {}
         for line in out.split(b"\n"):
             k, _, v = line.partition(b": ")
-            info[k.decode("utf-8", "replace")] = v.decode("utf-8", "replace")
-        body = msg.decode(errors="replace").strip()
+            info[k.decode("ascii", "replace")] = git_utf8(v)
+        body = stripspace(git_utf8(msg)).rstrip("\n")
         pf = _patch(self.path, self.display, info, body, patch)
         pf.data = self.data
         if patch and self.mail.endswith(patch):
@@ -206,6 +212,25 @@ def as_mailsplit(data: bytes) -> tuple[bytes, int]:
 def crlf_throughout(mail: bytes) -> bool:
     """Every line of the mail ends in CRLF."""
     return b"\r\n" in mail and mail.count(b"\n") == mail.count(b"\r\n")
+
+
+def stripspace(text: str) -> str:
+    """git's strbuf_stripspace(), which git am runs on the message: trailing
+    whitespace (git's: space, tab, CR) of each line dropped, runs of empty
+    lines made one, none at the start or the end, every line ended by a
+    newline."""
+    out: list[str] = []
+    empties = False
+    for line in text.split("\n"):
+        line = line.rstrip(" \t\r")
+        if not line:
+            empties = True
+            continue
+        if empties and out:
+            out.append("")
+        empties = False
+        out.append(line)
+    return "".join(ln + "\n" for ln in out)
 
 
 def parse(path: Path, display: str | None = None) -> PatchFile:

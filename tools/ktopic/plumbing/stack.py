@@ -50,9 +50,11 @@ class StackCache:
     also holds the version of the way a commit is made from a patch
     (LAYOUT), so that commits made the way an older ktopic made them are
     not taken from the cache: layout 2 keeps notes below `---`; layout 3
-    applies the diff git mailinfo decodes (not the mail's raw bytes)."""
+    applies the diff git mailinfo decodes (not the mail's raw bytes);
+    layout 4 commits the message git am makes (cleaned up, made UTF-8 as
+    git makes it)."""
 
-    LAYOUT = 3
+    LAYOUT = 4
 
     def __init__(self, path: Path, git: Git, store: ObjectStore | None = None):
         self.path, self.git, self.store = path, git, store
