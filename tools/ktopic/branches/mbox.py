@@ -12,6 +12,7 @@ of another revision, or all without numbers (then in mbox order, as git am
 takes them).  Anything else (two series or revisions, a missing part, a
 numbered mail without a diff, a patch without a Subject:) is refused in
 one line that names the mails: pick one revision first (`b4 am -v N`).
+So is a part, a total or a revision beyond 9999 (MOST).
 
 Nothing is written before every mail has passed and the series, as it
 will be written, applies on the topic as `git am` would apply it
@@ -49,6 +50,13 @@ from ktopic.model.manifest import Manifest
 from ktopic.model.workdir import Workdir
 from ktopic.plumbing import gitutil
 from ktopic.plumbing.patchfile import PatchFile, parse, parse_many
+
+# The largest part, total and revision of [PATCH vR n/N] taken: git
+# format-patch numbers the files of a series with four digits
+# (0001-...patch), and neither it nor b4 bounds the numbers; a series of
+# more parts, or a revision beyond v9999, is a mistake or an attack, and
+# counting its parts would take the memory or the time of the number.
+MOST = 9999
 
 # Leading "Re:" and the like: a follow-up, as b4 tells one.
 REPLY = re.compile(r"\s*(?:re|aw|sv|fwd?)\s*:\s*", re.I)
@@ -123,6 +131,7 @@ class Mail:
     counter: int | None = None  # n of [PATCH n/N]
     total: int | None = None
     revision: int = 1
+    bad_number: str = ""        # why a number of the prefix is refused
 
     @property
     def subject(self) -> str:
@@ -155,12 +164,29 @@ def _read(path: Path, where: str, label: str, tmp: Path) -> Mail:
         mail.reply, s = True, s[m.end():]
     while (m := PREFIX.match(s)):
         for word in m.group(1).split():
-            if (n := re.fullmatch(r"(\d+)/(\d+)", word)):
-                mail.counter, mail.total = int(n.group(1)), int(n.group(2))
-            elif (v := re.fullmatch(r"[vV](\d+)", word)):
-                mail.revision = int(v.group(1))
+            if (n := re.fullmatch(r"(\d+)/(\d+)", word, re.A)):
+                mail.counter, mail.total = _number(n.group(1)), _number(n.group(2))
+                if mail.counter is None or mail.total is None:
+                    mail.bad_number = (f"patch {_shown(n.group(1))} of {_shown(n.group(2))}: "
+                                       f"out of range (at most {MOST} patches)")
+            elif (v := re.fullmatch(r"[vV](\d+)", word, re.A)):
+                revision = _number(v.group(1))
+                mail.revision = revision if revision is not None else 0
+                if revision is None:
+                    mail.bad_number = (f"revision v{_shown(v.group(1))}: out of range "
+                                       f"(at most v{MOST})")
         s = s[m.end():]
     return mail
+
+
+def _number(digits: str) -> int | None:
+    """The number, if it is at most MOST (never int() of a long string)."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= len(str(MOST)) and int(digits) <= MOST else None
+
+
+def _shown(digits: str) -> str:
+    return digits if len(digits) <= 40 else f"<{len(digits)} digits>"
 
 
 def _patches(mails: list[Mail], skipped: list[str]) -> list[Mail]:
@@ -168,6 +194,8 @@ def _patches(mails: list[Mail], skipped: list[str]) -> list[Mail]:
     the others are said in skipped."""
     out = []
     for mail in mails:
+        if mail.bad_number and not mail.reply:
+            raise KtopicError(mail.bad_number, mail.where)
         if mail.reply or mail.counter == 0:
             what = "a reply" if mail.reply else "a cover letter"
             skipped.append(f"{mail.where}: {what} ({mail.subject!r})")
@@ -222,11 +250,14 @@ def _one_series(patches: list[Mail], source: Path) -> list[Mail]:
             raise KtopicError(f"{mail.subject!r} is patch {mail.counter} of {mail.total}",
                               mail.where)
         by_n[mail.counter] = mail
-    missing = [n for n in range(1, first.total + 1) if n not in by_n]
-    if missing:
+    if len(by_n) < first.total:
+        # Every part is 1..total and none twice: one of 1..len+1 is missing.
+        missing = 1
+        while missing in by_n:
+            missing += 1
         have = ", ".join(f"{m.counter}/{m.total} in {m.label}" for m in
                          sorted(patches, key=lambda m: m.counter))
-        raise KtopicError(f"patch {missing[0]}/{first.total} of the series is missing "
+        raise KtopicError(f"patch {missing}/{first.total} of the series is missing "
                           f"(there are {have}): a series is imported whole", source)
     return [by_n[n] for n in sorted(by_n)]
 
