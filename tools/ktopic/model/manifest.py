@@ -324,6 +324,7 @@ def load(path: Path | str, root: Path | None = None,
     if not isinstance(data, dict):
         raise KtopicError("the manifest must be a mapping of keys (version, series, base, topics, integration)",
                           name, getattr(data, "line", 1))
+    _no_surrogate(data, name)           # first: no message below could print one
     _no_nul(data, name)
     # Keyed by this file too: a stamp means "every check of this code passed".
     stamps = stampcache.Store((Path(workdir).expanduser() if workdir else default_root()) / "validated",
@@ -365,6 +366,47 @@ def _no_nul(data, name: str) -> None:
             walk(k, path)
             walk(v, [*path, k])
     walk(data, [])
+
+
+def _no_surrogate(data, name: str) -> None:
+    """A lone surrogate (YAML's "\\ud800", half of a UTF-16 pair) in any
+    key or value is refused with its line: it is not a character, so no
+    file name, ref or message can hold it (Python cannot encode it)."""
+    def walk(node, path, line=None):
+        if isinstance(node, dict):
+            items = node.items()
+        elif isinstance(node, list):
+            items = enumerate(node)
+        else:
+            if isinstance(node, str) and SURROGATE.search(node):
+                lone = SURROGATE.search(node).group()
+                raise KtopicError(f"{'.'.join(map(str, path)) or 'value'}: "
+                                  f"'{yamlpos.shown(node)}' holds a lone surrogate "
+                                  f"({yamlpos.shown(lone)}), which is not a character", name,
+                                  line or yamlpos.line_of(data, path))
+            return
+        for k, v in items:
+            walk(k, path, getattr(node, "lines", {}).get(k) if isinstance(node, dict) else None)
+            walk(v, [*path, k])
+    walk(data, [])
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def regex_problem(pattern: str, flags: int = 0) -> str | None:
+    """Why Python cannot compile pattern, or None: re's own complaint, a
+    repeat count beyond what re can count (OverflowError), or a nesting
+    deeper than its parser's recursion (RecursionError)."""
+    try:
+        re.compile(pattern, flags)
+    except re.error as e:
+        return str(e)
+    except OverflowError as e:
+        return str(e)
+    except RecursionError:
+        return "groups nested too deeply"
+    return None
 
 
 def _validate(data, name: str) -> None:
@@ -411,11 +453,11 @@ def _checks(items, name: str) -> list[Check]:
             raise KtopicError(f"check file {c['file']!r} is not a path inside the tree "
                               f"(relative, no empty, '.' or '..' component)",
                               name, c.lines.get("file", line))
-        try:
-            re.compile(pattern, re.M)
-        except re.error as e:
-            raise KtopicError(f"check /{pattern}/ is not a valid regular expression: {e}",
-                              name, c.lines.get("contains" if present else "lacks", line)) from None
+        why = regex_problem(pattern, re.M)
+        if why:
+            raise KtopicError(f"check /{yamlpos.shown(pattern)}/ is not a valid regular "
+                              f"expression: {why}",
+                              name, c.lines.get("contains" if present else "lacks", line))
         out.append(Check(c["file"], pattern, present, line))
     return out
 
@@ -493,10 +535,9 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
             if not (root / "qemu" / "modules" / e["module"]).is_dir():
                 raise terr(f"expect module {e['module']!r} not found at qemu/modules/{e['module']}",
                            "expect", i, "module")
-            try:
-                re.compile(e["match"])
-            except re.error as ex:
-                raise terr(f"expect match is not a regular expression: {ex}", "expect", i, "match")
+            why = regex_problem(e["match"])
+            if why:
+                raise terr(f"expect match is not a regular expression: {why}", "expect", i, "match")
             expect.append(Expect(e["name"], e["module"], e.get("args", ""), e["report"],
                                  e["match"], t["expect"].lines[i]))
 

@@ -37,6 +37,12 @@ class LineList(list):
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 64
 MAX_NODES = 100_000             # after expanding aliases
+# Digits of an integer: a manifest's are one or two (smp, version); one of
+# thousands is refused before Python is asked to read or print it (int()
+# refuses more than 4300 decimal digits, str() of a hex one as many).
+MAX_DIGITS = 100
+# What a tag's value is, for a value that is not one.
+KINDS = {"int": "an integer", "float": "a number", "timestamp": "a date", "bool": "a boolean"}
 
 
 class _Loader(yaml.SafeLoader):
@@ -72,6 +78,38 @@ class _Loader(yaml.SafeLoader):
         finally:
             self.depth -= 1
 
+    def construct_object(self, node, deep=False):
+        """A value Python cannot make of the text (a timestamp that is no
+        date, `!!int 12a`) is refused at its line, not raised as the
+        ValueError of the constructor."""
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError, KeyError) as e:    # KeyError: `!!bool x`
+            tag = str(node.tag).rsplit(":", 1)[-1]
+            what = KINDS.get(tag, f"a !!{tag} value")
+            why = "" if isinstance(e, KeyError) else f" ({e})"
+            raise KtopicError(f"{shown(str(node.value))!r} is not {what}{why}: quote it "
+                              f"to make it text", self.name, node.start_mark.line + 1) from None
+
+
+def shown(text: str, most: int = 80) -> str:
+    """text as a one-line error may show it: a lone surrogate (which no
+    terminal can print) as its \\udXXX escape, and at most `most`
+    characters."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= most else text[:most] + "..."
+
+
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
+    value = loader.construct_scalar(node)
+    digits = value.replace("_", "").lstrip("+-")
+    if digits[:2].lower() in ("0x", "0b", "0o"):
+        digits = digits[2:]
+    if len(digits) > MAX_DIGITS:
+        raise KtopicError(f"an integer of {len(digits)} digits: too large to be read",
+                          loader.name, node.start_mark.line + 1)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
     loader.flatten_mapping(node)
@@ -103,6 +141,7 @@ def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LineList:
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def _decode(data: bytes, name: str) -> str:
