@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from ktopic.branches import proofs
 from ktopic.errors import Failure
 from ktopic.plumbing.gitutil import Git
+from ktopic.model import debversion
 from ktopic.model.manifest import Manifest
 from ktopic.plumbing.objstore import ObjectStore
 from ktopic.plumbing.patchfile import Mailinfo, PatchFile, parse_many
@@ -70,9 +71,9 @@ def base_commit(git: Git, m: Manifest | None = None) -> str:
 def base_mismatch(m: Manifest, git: Git, base: str) -> str | None:
     """Why base is not the import of the tree the manifest names, or None."""
     dv = m.base.debian_version
-    if git.rev_parse(BASES + dv) == base:
+    if git.rev_parse(debversion.base_ref(dv)) == base:
         return None
-    have = sorted(r[len(BASES):] for r, oid in git.refs(BASES).items()
+    have = sorted(debversion.unmangle(r[len(BASES):]) for r, oid in git.refs(BASES).items()
                   if git.rev_parse(oid) == base)
     line = m.base.lines.get("debian-version")
     return (f"{m.display()}:{line}: the manifest's base is {m.base.package} {dv}, the work "

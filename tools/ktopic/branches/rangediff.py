@@ -1,7 +1,8 @@
 """ktopic range-diff: how a topic changed between two base versions.
 
 The old branch is refs/ktopic/old/<OLD_BASE>/<branch> (kept by `ktopic
-rebase`), the new one the current branch.  Each side starts after the
+rebase`; OLD_BASE a Debian version, in the ref by its DEP-14 name), the
+new one the current branch.  Each side starts after the
 branch of the topic's last dependency on that base (or the base itself), so
 only the topic's own patches are compared.
 
@@ -15,7 +16,8 @@ import re
 from ktopic.model import manifest
 from ktopic.errors import Failure, KtopicError
 from ktopic.plumbing.gitutil import Git
-from ktopic.branches.rebase import BASES, OLD
+from ktopic.branches.rebase import OLD
+from ktopic.model import debversion
 
 
 def _vkey(v: str) -> list:
@@ -29,7 +31,7 @@ def old_bases(git: Git, branch: str) -> list[str]:
         rest = ref[len(OLD):]
         v, _, b = rest.partition("/")
         if b == branch:
-            out.append(v)
+            out.append(debversion.unmangle(v))
     return sorted(out, key=_vkey)
 
 
@@ -44,7 +46,7 @@ def ranges(m: manifest.Manifest, git: Git, topic: str, old_base: str | None) -> 
     elif old_base not in kept:
         raise KtopicError(f"no old head of {t.branch} for base {old_base!r} "
                           f"(kept: {', '.join(kept) or 'none'})")
-    old_head = git.ref(f"{OLD}{old_base}/{t.branch}")
+    old_head = git.ref(debversion.old_ref(old_base, t.branch))
     new_head = git.ref(t.ref)
     if not new_head:
         raise Failure(f"branch {t.branch} does not exist")
@@ -56,7 +58,7 @@ def ranges(m: manifest.Manifest, git: Git, topic: str, old_base: str | None) -> 
             if d and git.is_ancestor(d, head):
                 return d
         return base
-    old_start = start(git.ref(BASES + old_base) or old_head, old_head,
-                      lambda b: git.ref(f"{OLD}{old_base}/{b}"))
+    old_start = start(git.ref(debversion.base_ref(old_base)) or old_head, old_head,
+                      lambda b: git.ref(debversion.old_ref(old_base, b)))
     new_start = start(git.ref("refs/heads/base"), new_head, lambda b: git.ref("refs/heads/" + b))
     return f"{old_start}..{old_head}", f"{new_start}..{new_head}"

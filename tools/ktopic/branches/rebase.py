@@ -47,13 +47,13 @@ from ktopic.errors import Failure, KtopicError
 from ktopic.plumbing.fastapply import Applied
 from ktopic.branches.generate import MADE, Generator, worktree_branches
 from ktopic.plumbing.gitutil import ZERO, Git, tree_attributes
-from ktopic.model.manifest import Manifest
+from ktopic.model import debversion, yamlpos
+from ktopic.model.manifest import Manifest, debian_version_problem
 from ktopic.plumbing.patchfile import PatchFile, crlf_throughout, parse
 from ktopic.model.workdir import Workdir
 from ktopic.fileio import write_atomic
 
 OLD = "refs/ktopic/old/"
-BASES = "refs/ktopic/bases/"
 APPLIED, THREEWAY, UPSTREAM, CONFLICT, RESOLVED, DROPPED = \
     "applied", "3-way", "upstream", "conflict", "resolved", "dropped"
 FORMAT = ["format-patch", "--no-signature", "--zero-commit", "--no-numbered", "--stdout", "-1"]
@@ -148,16 +148,25 @@ class Rebase:
             if debian_version is None:
                 raise KtopicError(f"{tarball} belongs to no installed package: "
                                   f"give --debian-version (and --version)")
+        # Checked before anything is read or written: it names refs, and it
+        # goes into the manifest and a ref transaction.
+        why = debian_version_problem(debian_version)
+        if why:
+            raise KtopicError(why)
         if version is None:
-            version = debian_version.rsplit("-", 1)[0] if "-" in debian_version else None
-        if not version or not debian_version.startswith(version + "-"):
+            version = debversion.upstream_of(debian_version) if "-" in debian_version else None
+        if version is not None and not re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", version, re.A):
+            raise KtopicError(f"version {yamlpos.shown(version)!r} is not a kernel version "
+                              f"(X.Y.Z)")
+        if not version or "-" not in debian_version or \
+                debversion.upstream_of(debian_version) != version:
             raise KtopicError(f"debian-version {debian_version} is not a packaging of "
                               f"version {version}")
         if debian_version == m.base.debian_version:
             raise KtopicError(f"the manifest is already on {debian_version}", m.display(),
                               m.base.lines.get("debian-version"))
         old_base = git.rev_parse("refs/heads/base") if wd.git_dir.exists() else None
-        if not old_base or old_base != git.rev_parse(BASES + m.base.debian_version):
+        if not old_base or old_base != git.rev_parse(debversion.base_ref(m.base.debian_version)):
             raise Failure(f"the work repository's base is not {m.base.debian_version}: run "
                           f"`ktopic import-base` and `ktopic generate` first")
         refs = git.refs()
@@ -169,7 +178,7 @@ class Rebase:
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             snapshot = self._snapshot(refs)
-            had_ref = BASES + debian_version in refs
+            had_ref = debversion.base_ref(debian_version) in refs
             imp = importbase.import_base(m, wd, parent=old_base, tarball=tarball, version=version,
                                          debian_version=debian_version, point_base=False)
         except BaseException:
@@ -182,7 +191,7 @@ class Rebase:
                     "debian_version": m.base.debian_version, "tarball": str(m.base.tarball)},
             "new": {"commit": imp.commit, "version": version, "debian_version": debian_version,
                     "tarball": str(tarball)},
-            "created_base_ref": None if had_ref else BASES + debian_version,
+            "created_base_ref": None if had_ref else debversion.base_ref(debian_version),
             "snapshot": snapshot, "touched": [], "base_committed": False,
             "topics": {n: {"state": "pending", "rows": []} for n in m.order},
             "integration": "pending",
@@ -641,7 +650,7 @@ class Rebase:
         def move(branch: str, head: str) -> None:
             ref = "refs/heads/" + branch
             cur = refs.get(ref)
-            keep = OLD + f"{old_dv}/{branch}"
+            keep = debversion.old_ref(old_dv, branch)
             if cur and cur != head and not refs.get(keep):
                 updates.append((keep, cur, None))
             if cur != head:

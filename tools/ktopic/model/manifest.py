@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ktopic import stampcache
-from ktopic.model import branchspec, yamlpos
+from ktopic.model import branchspec, debversion, yamlpos
 from ktopic.errors import KtopicError
 from ktopic.model.workdir import default_root
 
@@ -290,6 +290,19 @@ def _branch_problem(name: str) -> str | None:
     return None
 
 
+def debian_version_problem(version: str, check_ref: bool = True) -> str | None:
+    """Why version cannot be a base's debian-version, or None: it must be a
+    Debian version (policy's syntax), and the ref ktopic keeps the base
+    under (its DEP-14 name, refs/ktopic/bases/<v>) one git can make."""
+    why = debversion.problem(version)
+    if why:
+        return f"debian-version {yamlpos.shown(version)!r} is not a Debian version: {why}"
+    why = check_ref and debversion.ref_problem(debversion.base_ref(version))
+    if why:
+        return f"debian-version {yamlpos.shown(version)!r}: {why}"
+    return None
+
+
 def is_patch_file(path: Path) -> str | None:
     """None when path looks like a git format-patch mail, else why not."""
     try:
@@ -469,7 +482,11 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
     b = data["base"]
     base = Base(package=b["package"], tarball=Path(b["tarball"]), version=b["version"],
                 debian_version=b["debian-version"], lines=dict(b.lines))
-    if not base.debian_version.startswith(base.version + "-"):
+    why = debian_version_problem(base.debian_version, check_ref=check_names)
+    if why:
+        raise err(why, "base", "debian-version")
+    if debversion.upstream_of(base.debian_version) != base.version or \
+            "-" not in base.debian_version:
         raise err(f"debian-version {base.debian_version} is not a packaging of version {base.version}",
                   "base", "debian-version")
     s = data["series"]

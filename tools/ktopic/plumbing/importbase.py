@@ -12,7 +12,8 @@ or GNU tar would refuse is refused, in the pass that imports it, naming
 the member, before any ref moves (_Tree); so is a broken tar or xz stream.
 
 Takes the manifest's tarball and the work directory; gives refs/heads/base
-and refs/ktopic/bases/<version>.
+and refs/ktopic/bases/<debian-version> (the version's DEP-14 name:
+model/debversion.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 from ktopic.errors import Failure, KtopicError, check_interrupted
 from ktopic.plumbing import treenames
 from ktopic.plumbing.gitutil import Git
+from ktopic.model import debversion, manifest
 from ktopic.model.manifest import Manifest
 from ktopic.model.workdir import Workdir
 
@@ -75,7 +77,7 @@ def init_repo(wd: Workdir) -> Git:
 
 
 def _base_ref(version: str) -> str:
-    return f"refs/ktopic/bases/{version}"
+    return debversion.base_ref(version)
 
 
 def import_base(m: Manifest, wd: Workdir, parent: str | None = None,
@@ -95,6 +97,11 @@ def import_base(m: Manifest, wd: Workdir, parent: str | None = None,
         why = "is not a file" if tarball.exists() else \
             f"not found (install {m.base.package}?)"
         raise KtopicError(f"base tarball {tarball} {why}", name, m.base.lines.get("tarball"))
+    why = manifest.debian_version_problem(debian_version)     # before the tarball is read
+    if why:
+        ours = debian_version == m.base.debian_version
+        raise KtopicError(why, name if ours else None,
+                          m.base.lines.get("debian-version") if ours else None)
     git = init_repo(wd)
     digest = sha256_file(tarball)
     ref = _base_ref(debian_version)
