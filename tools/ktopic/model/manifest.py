@@ -405,6 +405,15 @@ def _no_surrogate(data, name: str) -> None:
 
 
 SURROGATE = re.compile("[\ud800-\udfff]")
+# C0 and C1 controls and DEL: in a file name the manifest gives, printed in
+# a message, a newline would start a line that looks like the tool's own.
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _control(what: str, name: str) -> str | None:
+    """Why a file name the manifest gives cannot be taken, or None."""
+    m = CONTROL.search(name)
+    return m and f"{what} {name!r} holds a control character ({m.group()!r}) in its name"
 
 
 def regex_problem(pattern: str, flags: int = 0) -> str | None:
@@ -462,6 +471,9 @@ def _checks(items, name: str) -> list[Check]:
         present = "contains" in c
         pattern = c["contains"] if present else c["lacks"]
         line = items.lines[i]
+        why = _control("check file", c["file"])
+        if why:
+            raise KtopicError(why, name, c.lines.get("file", line))
         if not tree_path(c["file"]):
             raise KtopicError(f"check file {c['file']!r} is not a path inside the tree "
                               f"(relative, no empty, '.' or '..' component)",
@@ -514,6 +526,9 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
         patches = []
         for i, p in enumerate(t.get("patches", [])):
             rel = p if isinstance(p, str) else p["file"]
+            why = _control("patch", rel)
+            if why:
+                raise terr(why, "patches", i)
             full = (root / "patches" / tname / rel).resolve()
             if not full.is_relative_to(patches_dir):
                 raise terr(f"patch {rel!r} is outside the repository's patches/ directory", "patches", i)
@@ -534,6 +549,9 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
             patches.append(Patch(full, rel, t["patches"].lines[i], waivers))
         config = None
         if "config" in t:
+            why = _control("config fragment", t["config"])
+            if why:
+                raise terr(why, "config")
             config = (root / t["config"]).resolve()
             if not config.is_relative_to(root) or not config.is_file():
                 raise terr(f"config fragment {t['config']} does not exist in the repository", "config")

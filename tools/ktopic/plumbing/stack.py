@@ -39,10 +39,16 @@ from ktopic.fileio import write_atomic
 SETTINGS = ("apply.ignorewhitespace", "commit.gpgsign", "i18n.commitencoding")
 
 
+def printable(text: str) -> str:
+    """text with its control characters escaped (a newline as \\n): an
+    error is one line, and no part of it may pass for another."""
+    return re.sub("[\x00-\x1f\x7f-\x9f]", lambda m: repr(m.group())[1:-1], text)
+
+
 class ApplyError(Failure):
     def __init__(self, patch: PatchFile, file: str, hunk: str, detail: str):
         self.patch, self.file, self.hunk, self.detail = patch, file, hunk, detail
-        super().__init__(f"{patch.display}: {file}: {hunk}: {detail}")
+        super().__init__(printable(f"{patch.display}: {file}: {hunk}: {detail}"))
 
 
 class StackCache:
