@@ -100,6 +100,17 @@ def in_progress(wd: Workdir) -> bool:
     return (_state_dir(wd) / "state.json").exists()
 
 
+def _text(path: Path) -> str:
+    """A file's bytes as text for the snapshot (state.json): its line ends
+    as they are and any byte that is not UTF-8 kept (surrogateescape), so
+    that --abort and a failed commit write the same bytes back."""
+    return path.read_bytes().decode("utf-8", "surrogateescape")
+
+
+def _put(path: Path, text: str) -> None:
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+
+
 def _write_json(path: Path, data) -> None:
     write_atomic(path, json.dumps(data, indent=1, sort_keys=True))
 
@@ -210,10 +221,10 @@ class Rebase:
             if d.is_dir():
                 for f in sorted(d.iterdir()):
                     if f.is_file():
-                        patches[f"{name}/{f.name}"] = f.read_text()
+                        patches[f"{name}/{f.name}"] = _text(f)
         cache = self.wd.stack_cache
         index_dir = self.wd.index_cache
-        return {"manifest": self.m.path.read_text(), "patches": patches, "refs": refs,
+        return {"manifest": _text(self.m.path), "patches": patches, "refs": refs,
                 "stack_cache": cache.read_text() if cache.exists() else None,
                 "index_cache": sorted(os.listdir(index_dir)) if index_dir.is_dir() else []}
 
@@ -673,7 +684,7 @@ class Rebase:
                               f"(git switch --detach), then `ktopic rebase --continue`")
         st["touched"] = sorted(set(st["touched"]) | {u[0] for u in updates})
         self._save()
-        snapshot_text = m.path.read_text()
+        snapshot_text = _text(m.path)
         written: list[Path] = []
         try:
             for n in done:
@@ -683,7 +694,7 @@ class Rebase:
                     shutil.copyfile(self.dir / "patches" / n / f, dst)
                     written.append(dst)
             tmp = m.path.with_name(f".branches.rebase-{os.getpid()}.yaml")
-            tmp.write_text(snapshot_text)
+            _put(tmp, snapshot_text)
             try:
                 mt = dataclasses.replace(m, path=tmp)      # the same text: no second load
                 if not st["base_committed"]:
@@ -706,11 +717,11 @@ class Rebase:
             if updates:
                 git.update_refs(updates, f"ktopic rebase onto {st['new']['debian_version']}")
         except BaseException:
-            m.path.write_text(snapshot_text)
+            _put(m.path, snapshot_text)
             for path in written:
                 rel = f"{path.parent.name}/{path.name}"
                 if rel in st["snapshot"]["patches"]:
-                    path.write_text(st["snapshot"]["patches"][rel])
+                    _put(path, st["snapshot"]["patches"][rel])
             raise
         for n in done:
             for f in st["topics"][n].get("removed", []):
@@ -750,7 +761,7 @@ class Rebase:
         if updates:
             git.update_refs(updates, "ktopic rebase --abort")
         tmp = m.path.with_name(f".branches.abort-{os.getpid()}.yaml")
-        tmp.write_text(snap["manifest"])
+        _put(tmp, snap["manifest"])
         os.replace(tmp, m.path)
         for name in m.topics:
             d = m.root / "patches" / name
@@ -762,9 +773,9 @@ class Rebase:
                         f.unlink()
             for f, text in want.items():
                 path = d / f
-                if not path.exists() or path.read_text() != text:
+                if not path.exists() or _text(path) != text:
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(text)
+                    _put(path, text)
         cache = self.wd.stack_cache
         if snap["stack_cache"] is None:
             cache.unlink(missing_ok=True)

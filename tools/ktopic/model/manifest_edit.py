@@ -1,6 +1,8 @@
 """Rewrite one topic's `patches:` list in branches.yaml, keeping the rest
-of the file (comments, layout) as it is.  The edited text is loaded and
-validated before it replaces the file, and the replacement is atomic.
+of the file (comments, layout, line ends) as it is, byte for byte: the
+lines written end as the file's first line does (CRLF in a file written
+so).  The edited text is loaded and validated before it replaces the
+file, and the replacement is atomic.
 
 Takes a Manifest, a topic and its new patch list; gives the rewritten,
 reloaded Manifest."""
@@ -23,6 +25,17 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
+def _lines(m: Manifest) -> tuple[list[str], str]:
+    """The manifest's lines, each with its own line end as it is in the
+    file, and the line end the file's first line has (that of the lines an
+    edit writes)."""
+    text = m.path.read_bytes().decode("utf-8")
+    first = re.search(r"\r\n|\n|\r", text)
+    return text.splitlines(keepends=True), first.group() if first else "\n"
+
+
+
+
 class _Dumper(yaml.SafeDumper):
     """Lists indented under their key, as branches.yaml writes them."""
 
@@ -30,13 +43,13 @@ class _Dumper(yaml.SafeDumper):
         return super().increase_indent(flow, False)
 
 
-def _entry_text(p, indent: str) -> list[str]:
+def _entry_text(p, indent: str, eol: str = "\n") -> list[str]:
     if isinstance(p, str):
-        return [f"{indent}- {p}\n"]
+        return [f"{indent}- {p}{eol}"]
     body = yaml.dump(p, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                     width=72).splitlines()
-    out = [f"{indent}- {body[0]}\n"]
-    out += [f"{indent}  {ln}\n" for ln in body[1:]]
+                     width=72).split("\n")[:-1]
+    out = [f"{indent}- {body[0]}{eol}"]
+    out += [f"{indent}  {ln}{eol}" for ln in body[1:]]
     return out
 
 
@@ -68,7 +81,7 @@ def _written(t, lines: list[str], end: int) -> dict:
     return {_file(p): (p, lines[a:b]) for p, a, b in zip(old, starts, starts[1:] + [end])}
 
 
-def _entries_text(entries: list, written: dict, indent: str) -> list[str]:
+def _entries_text(entries: list, written: dict, indent: str, eol: str) -> list[str]:
     """The list's lines: an entry that did not change keeps its text (its
     layout, comments and anchors), unless it names an anchor that is no
     longer defined above it; any other is written out afresh."""
@@ -80,7 +93,7 @@ def _entries_text(entries: list, written: dict, indent: str) -> list[str]:
             if all(f"&{a}" in text for a in _ALIAS.findall("".join(old[1]))):
                 out += old[1]
                 continue
-        out += _entry_text(p, indent)
+        out += _entry_text(p, indent, eol)
     return out
 
 
@@ -90,12 +103,12 @@ _ALIAS = re.compile(r"(?<![\w&])\*([\w-]+)")
 def set_patches(m: Manifest, topic: str, entries: list) -> Manifest:
     """Make topic's patch list `entries` (file names, or mappings with
     file/waivers); return the reloaded manifest."""
-    lines = m.path.read_text().splitlines(keepends=True)
+    lines, eol = _lines(m)
     t = _block_topic(m, topic, "patches")
     # The first key of the topic mapping is on the line after `name:`.
     first_key = min(t.lines.values())
     key_indent = " " * _indent(lines[first_key - 1])
-    block = [f"{key_indent}patches:\n"] if entries else [f"{key_indent}patches: []\n"]
+    block = [f"{key_indent}patches:{eol}"] if entries else [f"{key_indent}patches: []{eol}"]
     if "patches" in t.lines and getattr(t["patches"], "flow", False):
         # patches: [a, b], on one line or several: written again as a block
         # list, from the key to the closing bracket (a comment after it
@@ -104,8 +117,8 @@ def set_patches(m: Manifest, topic: str, entries: list) -> Manifest:
         end, column = t["patches"].end
         comment = lines[end - 1][column:].strip()
         if comment:
-            block[0] = block[0].rstrip("\n") + "  " + comment + "\n"
-        block += _entries_text(entries, {}, key_indent + "  ")
+            block[0] = block[0][:-len(eol)] + "  " + comment + eol
+        block += _entries_text(entries, {}, key_indent + "  ", eol)
         lines[start:end] = block
     elif "patches" in t.lines:
         start = t.lines["patches"] - 1
@@ -127,10 +140,10 @@ def set_patches(m: Manifest, topic: str, entries: list) -> Manifest:
                 end += 1
                 continue
             break
-        block += _entries_text(entries, _written(t, lines, end), key_indent + "  ")
+        block += _entries_text(entries, _written(t, lines, end), key_indent + "  ", eol)
         lines[start:end] = block
     else:
-        block += _entries_text(entries, {}, key_indent + "  ")
+        block += _entries_text(entries, {}, key_indent + "  ", eol)
         at = t.lines["branch"]           # insert after the branch: line
         lines[at:at] = block
     want = [_file(p) for p in entries]
@@ -168,8 +181,8 @@ def _write_validated(m: Manifest, text: str, check) -> Manifest:
     went wrong), then replace the file atomically; return the reloaded one."""
     fd, tmp = tempfile.mkstemp(dir=m.path.parent, prefix=".branches.", suffix=".yaml")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8"))           # the line ends as they are in text
         os.chmod(tmp, stat.S_IMODE(os.stat(m.path).st_mode))    # not mkstemp's 0600
         try:
             check(manifest_mod.load(tmp, m.root, workdir=m.workdir))
@@ -193,12 +206,13 @@ def _scalar(value: str) -> str:
 
 def set_base(m: Manifest, **values: str) -> Manifest:
     """Set keys of `base:` (tarball, version, debian_version) in place."""
-    lines = m.path.read_text().splitlines(keepends=True)
+    lines, eol = _lines(m)
     want = {k.replace("_", "-"): str(v) for k, v in values.items() if v is not None}
     for key, value in want.items():
         at = m.base.lines[key] - 1
-        mt = re.match(rf"^(\s*{re.escape(key)}:\s*)", lines[at])
-        lines[at] = mt.group(1) + _scalar(value) + "\n"
+        mt = re.match(rf"^([ \t]*{re.escape(key)}:[ \t]*)", lines[at])
+        end = lines[at][len(lines[at].rstrip("\r\n")):] or eol     # the line's own end
+        lines[at] = mt.group(1) + _scalar(value) + end
 
     def check(r: Manifest) -> None:
         got = {"tarball": str(r.base.tarball), "version": r.base.version,
@@ -229,16 +243,16 @@ def add_upstream(m: Manifest, topic: str, entry: dict, kind: str = "upstream") -
     topic's `upstream:` list (or the `kind` one: `dropped:` takes {subject,
     reason}), creating the list after `patches:` (or `branch:`) when there
     is none."""
-    lines = m.path.read_text().splitlines(keepends=True)
+    lines, eol = _lines(m)
     t = _block_topic(m, topic, kind)
     key_indent = " " * _indent(lines[min(t.lines.values()) - 1])
     n = len(key_indent)
-    item = _entry_text(entry, key_indent + "  ")
+    item = _entry_text(entry, key_indent + "  ", eol)
     before = len(getattr(m.topics[topic], kind))
     if kind in t.lines:
         start = t.lines[kind] - 1
         if lines[start].rstrip().endswith("[]"):
-            lines[start:start + 1] = [f"{key_indent}{kind}:\n"] + item
+            lines[start:start + 1] = [f"{key_indent}{kind}:{eol}"] + item
         elif getattr(t[kind], "flow", False):
             # `upstream: [{...}, ...]`: written again as a block list with
             # the new entry last, from the key to the closing bracket (a
@@ -246,9 +260,9 @@ def add_upstream(m: Manifest, topic: str, entry: dict, kind: str = "upstream") -
             end, column = t[kind].end
             head = f"{key_indent}{kind}:"
             comment = lines[end - 1][column:].strip()
-            block = [f"{head}  {comment}\n" if comment else f"{head}\n"]
+            block = [f"{head}  {comment}{eol}" if comment else f"{head}{eol}"]
             for old in t[kind]:
-                block += _entry_text(_plain(old), key_indent + "  ")
+                block += _entry_text(_plain(old), key_indent + "  ", eol)
             lines[start:end] = block + item
         else:
             at = _block_end(lines, start, n)
@@ -256,7 +270,7 @@ def add_upstream(m: Manifest, topic: str, entry: dict, kind: str = "upstream") -
     else:
         anchor = "patches" if "patches" in t.lines else "branch"
         at = _block_end(lines, t.lines[anchor] - 1, n)
-        lines[at:at] = [f"{key_indent}{kind}:\n"] + item
+        lines[at:at] = [f"{key_indent}{kind}:{eol}"] + item
 
     def check(r: Manifest) -> None:
         ups = getattr(r.topics[topic], kind)
