@@ -14,14 +14,15 @@ moved in one ref transaction, and an Outcome per branch.
 
 from __future__ import annotations
 
+import bisect
 import time
 from pathlib import Path
 from dataclasses import dataclass, field
 
 from ktopic.branches import proofs
-from ktopic.errors import Failure
+from ktopic.errors import Failure, KtopicError
 from ktopic.plumbing.gitutil import Git
-from ktopic.model import debversion
+from ktopic.model import debversion, yamlpos
 from ktopic.model.manifest import Manifest
 from ktopic.plumbing.objstore import ObjectStore
 from ktopic.plumbing.patchfile import Mailinfo, PatchFile, parse_many
@@ -78,6 +79,39 @@ def base_mismatch(m: Manifest, git: Git, base: str) -> str | None:
     line = m.base.lines.get("debian-version")
     return (f"{m.display()}:{line}: the manifest's base is {m.base.package} {dv}, the work "
             f"repository's is {', '.join(have) or 'another'}: run `ktopic import-base`")
+
+
+def refuse_ref_clashes(m: Manifest, refs: dict[str, str], names: list[str],
+                       integration: bool) -> None:
+    """Refuse, before any work, a branch of these topics (and of the
+    integration branch) that git cannot make next to a ref the work
+    repository has: one would be a directory of the other (the manifest
+    renamed topic/names to topic/names/v2, or topic/n/v1 to topic/n).
+    git cannot delete the one and create the other in one transaction,
+    and ktopic does not delete a branch the manifest no longer names (it
+    may be someone's), so the user deletes it, or names the branch
+    otherwise."""
+    have = sorted(refs)
+    todo = [(m.topics[n].branch, m.topics[n].lines.get("branch")) for n in names]
+    if integration:
+        todo.append((m.integration.branch, yamlpos.line_of(m.data, ["integration", "branch"])))
+    for branch, line in todo:
+        clash = []
+        for prefix in ("refs/heads/", MADE):
+            want = prefix + branch
+            parts = want.split("/")
+            clash += [r for r in ("/".join(parts[:i]) for i in range(3, len(parts))) if r in refs]
+            at = bisect.bisect_left(have, want + "/")
+            while at < len(have) and have[at].startswith(want + "/"):
+                clash.append(have[at])
+                at += 1
+        if clash:
+            raise KtopicError(
+                f"branch {branch!r} cannot be made: the work repository has {', '.join(clash)} "
+                f"(git cannot keep both: one would be a directory of the other); ktopic does "
+                f"not delete a ref the manifest no longer names: delete "
+                f"{'it' if len(clash) == 1 else 'them'} (git update-ref -d REF), or name the "
+                f"branch otherwise", m.display(), line)
 
 
 def worktree_branches(git: Git) -> dict[str, str]:
@@ -199,6 +233,7 @@ class Generator:
         refs = git.refs()
         selected = list(m.topics) if names is None else names
         wanted = [n for n in m.order if n in selected]
+        refuse_ref_clashes(m, refs, wanted, integration)
         self.start_parsing([t for n in wanted for t in (*m.closure(n), n)] +
                            (list(m.integration.topics) if integration else []))
         proofs.verify(m, git, base, wanted)

@@ -45,7 +45,7 @@ from ktopic.model import manifest_edit
 from ktopic.branches import proofs, upstream_detect
 from ktopic.errors import Failure, KtopicError
 from ktopic.plumbing.fastapply import Applied
-from ktopic.branches.generate import MADE, Generator, worktree_branches
+from ktopic.branches.generate import MADE, Generator, refuse_ref_clashes, worktree_branches
 from ktopic.plumbing.gitutil import ZERO, Git, tree_attributes
 from ktopic.model import debversion, yamlpos
 from ktopic.model.manifest import Manifest, debian_version_problem
@@ -181,6 +181,7 @@ class Rebase:
             raise Failure(f"the work repository's base is not {m.base.debian_version}: run "
                           f"`ktopic import-base` and `ktopic generate` first")
         refs = git.refs()
+        refuse_ref_clashes(m, refs, m.order, True)
         branches = [m.topics[n].branch for n in m.order] + [m.integration.branch]
         alien = [b for b in branches if not self._ours(refs, b)]
         if alien:
