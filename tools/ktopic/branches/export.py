@@ -7,6 +7,7 @@ and the manifest's list for it."""
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -37,9 +38,15 @@ def export(m: Manifest, wd: Workdir, topic: str) -> tuple[Manifest, list[str]]:
     outdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ktopic-export-", dir=outdir.parent) as tmp:
         with tree_attributes(git, head) as attrs:
-            names = git.run(*attrs, "format-patch", "--no-signature", "--zero-commit",
-                            "-o", str(Path(tmp, "out")), f"{start}..{head}").split()
-        files = [Path(n).name for n in names]
+            git.run(*attrs, "format-patch", "--no-signature", "--zero-commit",
+                    "-o", str(Path(tmp, "out")), f"{start}..{head}")
+        # The files are read from the directory, not from git's output: it
+        # names them by their paths, one a line, and the checkout's path
+        # may hold a space or even a newline.  format-patch names a file
+        # NNNN-<subject of [A-Za-z0-9._-]>.patch, in the series' order.
+        out = Path(tmp, "out")
+        files = sorted((f for f in os.listdir(out) if f.endswith(".patch")) if out.is_dir()
+                       else [], key=_number)
         commits = git.run("rev-list", "--reverse", f"{start}..{head}").split()
         for i, f in enumerate(files):
             why = is_patch_file(Path(tmp, "out", f))
@@ -54,6 +61,12 @@ def export(m: Manifest, wd: Workdir, topic: str) -> tuple[Manifest, list[str]]:
     if made != head:
         git.update_refs([(MADE + t.branch, head, made)], "ktopic export")
     return m2, files
+
+
+def _number(name: str) -> tuple[int, str]:
+    """The order of a file git format-patch wrote: its leading number."""
+    n = re.match(r"[0-9]+", name)
+    return (int(n.group()) if n else 0, name)
 
 
 def _replace(m: Manifest, topic: str, t, outdir: Path, tmp: Path, files: list[str]) -> Manifest:
