@@ -464,6 +464,134 @@ def write_cover(plan: Plan, wt: Worktree, env: dict) -> str:
     return new
 
 
+# --- the output directory: only ktopic's own messages are ever replaced ----------
+#
+# Beside the messages, OUTPUT_MARK lists each file ktopic wrote there by its
+# SHA-256.  A directory holding anything else (a file of the user's, a
+# message edited since) is refused: nothing the tool did not write is lost.
+# A new directory is written beside its place and renamed into it; into an
+# existing one (perhaps the caller's working directory: it must stay the
+# same directory) the messages are written in a directory inside it and
+# renamed one by one, the mark listing old and new while they move.
+
+OUTPUT_MARK = ".ktopic-mail"
+OUTPUT_TMP = ".ktopic-mail-tmp."
+# What b4 send -o names its messages: out/mail/ of earlier versions holds these only.
+B4_NAME = re.compile(r"[0-9]{4}-[^/]*\.eml")
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _read_mark(outdir: Path) -> dict[str, set[str]] | None:
+    """{file name: its SHA-256s} of the mark, or None when there is no
+    readable mark."""
+    try:
+        text = (outdir / OUTPUT_MARK).read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    out: dict[str, set[str]] = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = re.fullmatch(r"([0-9a-f]{64})  ([^/\0]+)", line)
+        if not m or m.group(2) in (".", "..", OUTPUT_MARK):
+            return None
+        out.setdefault(m.group(2), set()).add(m.group(1))
+    return out
+
+
+def _write_mark(outdir: Path, files: dict[str, set[str]]) -> None:
+    from ktopic.fileio import write_atomic
+    lines = [f"{h}  {n}" for n in sorted(files) for h in sorted(files[n])]
+    write_atomic(outdir / OUTPUT_MARK,
+                 "# The messages `ktopic mail` wrote here (SHA-256): it replaces these only.\n"
+                 + "".join(x + "\n" for x in lines))
+
+
+def own_output(outdir: Path, default: bool = False) -> list[str]:
+    """The entries of outdir that an earlier `ktopic mail` wrote (what a new
+    series replaces); a KtopicError naming outdir when it is not a
+    directory or holds anything else.  default: outdir is out/mail/..., where
+    earlier versions wrote b4's messages without a mark."""
+    if not os.path.lexists(outdir):
+        return []
+    how = ("move it away, or give --output another directory" if default else
+           "give --output a new or empty directory, or one ktopic mail wrote before")
+    if not outdir.is_dir():
+        raise KtopicError("not a directory: --output names the directory to write to", outdir)
+    try:
+        entries = sorted(os.scandir(outdir), key=lambda e: e.name)
+    except OSError as e:
+        raise KtopicError(f"cannot read the directory: {e.strerror}", outdir) from None
+    mark = _read_mark(outdir)
+    ours = []
+    for e in entries:
+        name = e.name
+        if name.startswith(OUTPUT_TMP) and e.is_dir(follow_symlinks=False):
+            ours.append(name)               # a run that was interrupted
+            continue
+        if name == OUTPUT_MARK and mark is not None and e.is_file(follow_symlinks=False):
+            ours.append(name)
+            continue
+        regular = e.is_file(follow_symlinks=False)
+        if mark is not None and name in mark and regular:
+            if _sha256(Path(e.path)) not in mark[name]:
+                raise KtopicError(f"holds {name!r}, which was changed since ktopic mail wrote "
+                                  f"it: {how}", outdir)
+            ours.append(name)
+            continue
+        if mark is None and default and regular and B4_NAME.fullmatch(name):
+            ours.append(name)
+            continue
+        raise KtopicError(f"holds {name!r}, which ktopic mail did not write: {how}", outdir)
+    return ours
+
+
+def output_tmp(outdir: Path) -> Path:
+    """Where b4 writes the messages: inside outdir when it exists (the
+    same file system, the same directory in the end), else beside it."""
+    if outdir.is_dir():
+        tmp = outdir / f"{OUTPUT_TMP}{os.getpid()}"
+    else:
+        outdir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = outdir.with_name(f"{OUTPUT_TMP}{outdir.name}.{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return tmp
+
+
+def install_output(tmp: Path, outdir: Path, default: bool = False) -> None:
+    """The messages b4 wrote to tmp in place of ktopic's own earlier ones
+    in outdir; whatever else outdir holds is refused (own_output)."""
+    new = {f.name: {_sha256(f)} for f in sorted(tmp.iterdir()) if f.is_file()}
+    if tmp.parent != outdir:
+        _write_mark(tmp, new)
+        tmp.rename(outdir)                  # all at once
+        return
+    ours = [n for n in own_output(outdir, default) if n != tmp.name]
+    mark = _read_mark(outdir) or {}
+    # Old and new are listed while they move: an interrupted run leaves
+    # only files the next one knows for its own.
+    _write_mark(outdir, {n: mark.get(n, set()) | new.get(n, set())
+                         for n in set(mark) | set(new)} |
+                {n: {_sha256(outdir / n)} for n in ours
+                 if n not in mark and n != OUTPUT_MARK and (outdir / n).is_file()})
+    for n in new:
+        os.replace(tmp / n, outdir / n)
+    for n in ours:
+        if n in new or n == OUTPUT_MARK:
+            continue
+        p = outdir / n
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink(missing_ok=True)
+    _write_mark(outdir, new)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 @dataclass
 class Result:
     plan: Plan
@@ -489,7 +617,9 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
     wt = Worktree(wd, p.git, p.t.name)
     # Sent or not, b4 writes the messages to files (`b4 send -o`): a send
     # delivers those files, so that what went out is known one by one.
-    outdir = Path(output) if output else p.outdir
+    # A relative --output is the caller's, not b4's (b4 runs in the worktree).
+    outdir = Path(output).resolve() if output else p.outdir
+    own_output(outdir, default=not output)          # refused before anything is made
     tmp_out = None
     log = ""
     with tempfile.TemporaryDirectory(prefix="ktopic-b4-") as tmp:
@@ -513,20 +643,16 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
             if not (send and signing_key(p.git)):
                 args.append("--no-sign")
             t1 = time.monotonic()
-            outdir.parent.mkdir(parents=True, exist_ok=True)
-            tmp_out = outdir.with_name(f".{outdir.name}.{os.getpid()}.tmp")
-            shutil.rmtree(tmp_out, ignore_errors=True)
+            tmp_out = output_tmp(outdir)
             log += wt.run(args + ["-o", str(tmp_out)], env)
             times["b4 send -o"] = time.monotonic() - t1
+            install_output(tmp_out, outdir, default=not output)
         except BaseException:
             if tmp_out is not None:
                 shutil.rmtree(tmp_out, ignore_errors=True)
             raise
         finally:
             wt.remove()
-    if outdir.exists():
-        shutil.rmtree(outdir)
-    tmp_out.replace(outdir)
     files = sorted(outdir.glob("*.eml"))
     msgid = deliver.message_id(files[0]) if files else ""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
