@@ -31,6 +31,9 @@ def register(sub) -> None:
                    help="start the next revision (v<N+1>, with changelog and range-diff)")
     p.add_argument("--changes", action="append", default=[], metavar="TEXT",
                    help="a line for this revision's changelog (repeatable)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the branch b4/<topic> even if it holds commits ktopic did not "
+                        "make (its old head is kept under refs/ktopic/backup/)")
     p.set_defaults(func=run)
 
 
@@ -38,7 +41,7 @@ def run(args) -> int:
     m, wd, args.name = common.series(args)
     with wd.lock():
         r = mail.run(m, wd, args.name, output=args.output, send=args.send,
-                     reroll=args.reroll, notes=args.changes)
+                     reroll=args.reroll, notes=args.changes, force=args.force)
     p = r.plan
     for note in p.notes:
         print(f"ktopic: note: {note}", file=sys.stderr)

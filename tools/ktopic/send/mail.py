@@ -32,13 +32,15 @@ from pathlib import Path
 from ktopic.send import cover, deliver, revisions
 from ktopic.model import yamlpos
 from ktopic.errors import Failure, KtopicError
-from ktopic.branches.generate import Generator, base_commit
-from ktopic.plumbing.gitutil import Git
+from ktopic.branches.generate import BACKUP, MADE, Generator, base_commit, worktree_branches
+from ktopic.plumbing.gitutil import ZERO, Git
 from ktopic.model.branchspec import INTEGRATION, BranchSpec
 from ktopic.model.manifest import Manifest
 from ktopic.model.workdir import Workdir
 
 MAGIC = "--- b4-submit-tracking ---"
+# b4 prepares the series on this branch; b4/<label> is moved to it at the end.
+SCRATCH = "ktopic-mail/"
 SPARSE_NOTHING = "/.ktopic-sparse-checkout-nothing\n"
 
 # Our cover template for b4: b4's footers, with the base said in words too.
@@ -393,12 +395,15 @@ def b4_env(plan: Plan, template: Path) -> dict:
 
 
 class Worktree:
-    """A sparse worktree of the work repository on branch b4/<label>."""
+    """A sparse worktree of the work repository, on a scratch branch
+    (ktopic's own, SCRATCH<label>) that becomes b4/<label> once the series
+    is written: b4/<label> moves only when everything succeeded."""
 
     def __init__(self, wd: Workdir, git: Git, label: str):
         self.git = git
         self.path = wd.mail_worktree(label)
         self.branch = f"b4/{label}"
+        self.scratch = f"{SCRATCH}{label}"
 
     def remove(self) -> None:
         if self.path.exists():
@@ -406,10 +411,16 @@ class Worktree:
             shutil.rmtree(self.path, ignore_errors=True)
         self.git.try_run("worktree", "prune")
 
+    def drop_scratch(self) -> None:
+        """The scratch branch and the configuration b4 prep gave it."""
+        self.git.try_run("update-ref", "-d", "refs/heads/" + self.scratch)
+        self.git.try_run("config", "--remove-section", f"branch.{self.scratch}")
+
     def create(self, head: str, env: dict) -> None:
         self.remove()
+        self.drop_scratch()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.git.run("worktree", "add", "-q", "--no-checkout", "-f", "-B", self.branch,
+        self.git.run("worktree", "add", "-q", "--no-checkout", "-f", "-B", self.scratch,
                      str(self.path), head)
         gitdir = Path(self.run(["git", "rev-parse", "--absolute-git-dir"], env).strip())
         (gitdir / "info").mkdir(exist_ok=True)
@@ -428,6 +439,38 @@ class Worktree:
         return p.stdout + p.stderr
 
 
+def b4_branch_updates(p: Plan, wt: Worktree, force: bool) -> tuple[str | None, str | None, str]:
+    """(b4/<label>'s head, ktopic's record of the head it made there, the
+    backup ref for the old head or ""), checked before anything is made.
+    b4/<label> is ktopic's when it is what ktopic made there last (or
+    behind it, or behind the branch being mailed); one holding commits
+    ktopic did not make is refused, or with force kept under
+    refs/ktopic/backup/ as generate keeps a topic branch."""
+    git = p.git
+    ref = "refs/heads/" + wt.branch
+    old = git.ref(ref)
+    made = git.ref(MADE + wt.branch)
+    where = worktree_branches(git).get(ref)
+    if where and Path(where) != wt.path:
+        raise Failure(f"branch {wt.branch} is checked out in the worktree at {where}; not "
+                      f"moved (git branch -f refuses it too). Switch that worktree to another "
+                      f"branch or detach it (git switch --detach), then mail again")
+    if not old or (made and (old == made or git.is_ancestor(old, made))) or \
+            git.is_ancestor(old, p.head):
+        return old, made, ""
+    if not force:
+        raise Failure(f"branch {wt.branch} holds commits ktopic did not make (head {old[:12]}); "
+                      f"not overwritten. Keep them on a branch of their own (git branch -m), or "
+                      f"pass --force to replace it (the old head is kept under "
+                      f"{BACKUP}{wt.branch}/)")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    backup, n = f"{BACKUP}{wt.branch}/{stamp}", 1
+    while git.ref(backup):          # a backup made within the same second
+        n += 1
+        backup = f"{BACKUP}{wt.branch}/{stamp}-{n}"
+    return old, made, backup
+
+
 def _tracking(message: str) -> tuple[str, dict]:
     body, magic = message.split(MAGIC, 1)
     return body, json.loads("{" + magic.split("{", 1)[1])
@@ -438,11 +481,11 @@ def write_cover(plan: Plan, wt: Worktree, env: dict) -> str:
     commit; the commits after it are re-parented unchanged (same trees,
     messages, authors, committers)."""
     git = plan.git
-    ref = "refs/heads/" + wt.branch
+    ref = "refs/heads/" + wt.scratch
     tip = git.rev_parse(ref)
     cover_commit = git.run("log", "--grep", MAGIC, "-F", "--format=%H", "-1", tip).strip()
     if not cover_commit:
-        raise Failure(f"b4 prep made no cover commit on {wt.branch}")
+        raise Failure(f"b4 prep made no cover commit on {wt.scratch}")
     raw = git.run("cat-file", "commit", cover_commit)
     header, message = raw.split("\n\n", 1)
     _, tracking = _tracking(message)
@@ -459,7 +502,7 @@ def write_cover(plan: Plan, wt: Worktree, env: dict) -> str:
         raw = re.sub(r"^parent [0-9a-f]+$", f"parent {new}", raw, count=1, flags=re.M)
         new = git.run("hash-object", "-t", "commit", "-w", "--stdin", input=raw).strip()
     if git.tree_of(new) != plan.tree:
-        raise Failure(f"b4's branch {wt.branch} does not hold the tree of {plan.t.branch}")
+        raise Failure(f"b4's branch {wt.scratch} does not hold the tree of {plan.t.branch}")
     git.update_refs([(ref, new, tip)], "ktopic mail: cover letter")
     return new
 
@@ -603,7 +646,7 @@ class Result:
 
 
 def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: bool = False,
-        reroll: bool = False, notes: list[str] | None = None) -> Result:
+        reroll: bool = False, notes: list[str] | None = None, force: bool = False) -> Result:
     import time
     times = {}
     t0 = time.monotonic()
@@ -620,7 +663,9 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
     # A relative --output is the caller's, not b4's (b4 runs in the worktree).
     outdir = Path(output).resolve() if output else p.outdir
     own_output(outdir, default=not output)          # refused before anything is made
+    b4_old, b4_made, backup = b4_branch_updates(p, wt, force)
     tmp_out = None
+    b4_head = None
     log = ""
     with tempfile.TemporaryDirectory(prefix="ktopic-b4-") as tmp:
         template = Path(tmp, "cover-template")
@@ -635,7 +680,7 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
             times["worktree"] = time.monotonic() - t1
             t1 = time.monotonic()
             log += wt.run(["b4", "prep", "-e", p.start], env)
-            write_cover(p, wt, env)
+            b4_head = write_cover(p, wt, env)
             times["b4 prep"] = time.monotonic() - t1
             args = ["b4", "send", "--to", *p.to]
             if p.cc:
@@ -650,9 +695,10 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
         except BaseException:
             if tmp_out is not None:
                 shutil.rmtree(tmp_out, ignore_errors=True)
-            raise
-        finally:
             wt.remove()
+            wt.drop_scratch()
+            raise
+        wt.remove()
     files = sorted(outdir.glob("*.eml"))
     msgid = deliver.message_id(files[0]) if files else ""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -665,8 +711,19 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
     keep = f"{revisions.KEEP}{p.t.name}/v{p.revision}"
     old = p.git.ref(keep)
     updates = list(p.refs) + ([(keep, p.head, old)] if old != p.head else [])
-    if updates:
+    # b4's branch, enrolled, for `b4 prep` by hand; the scratch branch goes.
+    updates += [(f"refs/heads/{wt.branch}", b4_head, b4_old), (MADE + wt.branch, b4_head, b4_made),
+                ("refs/heads/" + wt.scratch, ZERO, b4_head)]
+    if backup:
+        updates.append((backup, b4_old, None))
+    try:
         p.git.update_refs(updates, f"ktopic mail: v{p.revision} of {p.t.branch}")
+    finally:
+        wt.drop_scratch()
+    p.git.try_run("config", f"branch.{wt.branch}.b4-prep-cover-strategy", "commit")
+    if backup:
+        p.notes.append(f"branch {wt.branch} held commits ktopic did not make (head "
+                       f"{b4_old[:12]}); replaced, the old head kept as {backup}")
     st.save()
     sent = _deliver(p, files, times) if send else 0
     times["total"] = time.monotonic() - t0
