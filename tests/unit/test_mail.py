@@ -125,7 +125,7 @@ def test_range_diff_unavailable_is_said(generated, tmp_path):
     (generated.root / "mail/counters.yaml").write_text("change-id: [\n")
     with pytest.raises(Exception) as e:
         revisions.load(generated.root, "counters")
-    assert str(e.value).startswith("mail/counters.yaml: unreadable revision state")
+    assert str(e.value).startswith("mail/counters.yaml:2: YAML syntax error")
 
 
 def test_targets(generated):

@@ -259,12 +259,12 @@ revisions:
   1:
     head: {head}
     start: {base}
-    tree: x
+    tree: {base}
     base: {base}
     own: 2
     stack:
-    - {{file: {p1}, blob: x}}
-    - {{file: {p2}, blob: x}}
+    - {{file: {p1}, blob: {base}}}
+    - {{file: {p2}, blob: {base}}}
     date: '2026-01-01'
     sent: '2026-01-01'
     messages: 3

@@ -233,7 +233,9 @@ def _schema_error(err, data, name: str) -> KtopicError:
     if err.validator == "pattern":
         msg = f"{err.instance!r} is not valid here (expected to match {err.validator_value})"
     elif err.validator == "type":
-        msg = f"expected {err.validator_value}, got {type(err.instance).__name__} {err.instance!r}"
+        kind = next((t.__name__ for t in (dict, list) if isinstance(err.instance, t)),
+                    type(err.instance).__name__)          # not yamlpos' LineDict, LineList
+        msg = f"expected {err.validator_value}, got {kind} {err.instance!r}"
     else:
         msg = err.message
     return KtopicError(f"{where}: {msg}", name, yamlpos.line_of(data, path))
@@ -431,10 +433,11 @@ def regex_problem(pattern: str, flags: int = 0) -> str | None:
     return None
 
 
-def _validate(data, name: str) -> None:
-    """JSON Schema validation.  load() remembers a manifest that passed by
-    content, so it is not validated again (importing jsonschema alone costs
-    more than a no-op generate)."""
+def _validate(data, name: str, schema: Path = SCHEMA) -> None:
+    """JSON Schema validation (of the manifest, or of another YAML file of
+    the project's that yamlpos loaded, by its own schema).  load()
+    remembers a manifest that passed by content, so it is not validated
+    again (importing jsonschema alone costs more than a no-op generate)."""
     import jsonschema
 
     def ecma_pattern(validator, pattern, instance, schema):
@@ -448,7 +451,7 @@ def _validate(data, name: str) -> None:
 
     cls = jsonschema.validators.extend(jsonschema.Draft202012Validator,
                                        {"pattern": ecma_pattern})
-    validator = cls(json.loads(SCHEMA.read_text()))
+    validator = cls(json.loads(schema.read_text()))
     errors = sorted(validator.iter_errors(data),
                     key=lambda e: (yamlpos.line_of(data, list(e.absolute_path)) or 0))
     if errors:

@@ -294,7 +294,7 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     if reroll:
         if cur is None:
             raise KtopicError(f"--reroll: v{state.revision} of {t.branch} was never mailed; "
-                              f"mail it first (without --reroll)", rel)
+                              f"mail it first (without --reroll)", rel, state.line("revision"))
         revision = state.revision + 1
     else:
         revision = state.revision
@@ -303,17 +303,20 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
             # sent again, whatever the flags.
             raise KtopicError(f"v{revision} of {t.branch} was sent on {cur.sent} as "
                               f"{cur.message_id or 'a series'}; a sent revision is not written or "
-                              f"sent again: pass --reroll to mail v{revision + 1}", rel)
+                              f"sent again: pass --reroll to mail v{revision + 1}", rel,
+                              state.line("revisions", revision, "sent"))
         if cur and cur.partial:
             done = f"{len(cur.delivered)} of {cur.messages} messages"
             if not send:
                 raise KtopicError(f"v{revision} of {t.branch} was partly sent ({done}); it is not "
                                   f"rewritten: `ktopic mail {t.name} --send` sends the rest, "
-                                  f"--reroll mails v{revision + 1}", rel)
+                                  f"--reroll mails v{revision + 1}", rel,
+                                  state.line("revisions", revision, "delivered"))
             if cur.head != head:
                 raise KtopicError(f"v{revision} of {t.branch} was partly sent ({done}) from "
                                   f"{cur.head[:12]}, but the branch is now at {head[:12]}: pass "
-                                  f"--reroll to mail v{revision + 1}", rel)
+                                  f"--reroll to mail v{revision + 1}", rel,
+                                  state.line("revisions", revision, "head"))
             return Plan(m, t, git, state, revision, cur.base, cur.start, head, tree, count, "",
                         list(t.to), list(t.cc), cur.changes, cur.stack, cur.own, result_notes,
                         send, [], finish=True)

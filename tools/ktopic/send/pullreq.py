@@ -97,7 +97,7 @@ def run(m: Manifest, wd: Workdir, name: str, retag: bool = False) -> Result:
     if head != rev.head:
         raise KtopicError(f"{t.branch} is at {head[:12] if head else 'nothing'}, not at "
                           f"{rev.head[:12]} which v{rev.number} mailed: mail it again "
-                          f"(--reroll) first", rel)
+                          f"(--reroll) first", rel, state.line("revisions", rev.number, "head"))
     tag = f"{m.series.name}/{t.name}-v{rev.number}"
     key = git.try_run("config", "--get", "user.signingkey").stdout.strip()
     existing = git.ref(f"refs/tags/{tag}")

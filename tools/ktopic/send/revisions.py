@@ -29,6 +29,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from ktopic.errors import KtopicError
 from ktopic.plumbing.gitutil import Git
 from ktopic.plumbing.patchfile import parse
@@ -94,6 +96,13 @@ class State:
     change_id: str
     revision: int
     revisions: dict[int, Revision] = field(default_factory=dict)
+    data: object = field(default=None, repr=False, compare=False)   # as loaded, with lines
+
+    def line(self, *keys) -> int | None:
+        """The line of a value of the file as it was loaded (None for a
+        state made here)."""
+        from ktopic.model import yamlpos
+        return yamlpos.line_of(self.data, list(keys)) if self.data is not None else None
 
     @property
     def current(self) -> Revision | None:
@@ -117,30 +126,104 @@ def state_path(root: Path, label: str) -> Path:
     return Path(root) / STATE_DIR / f"{label}.yaml"
 
 
+SCHEMA = Path(__file__).with_name("mailstate.schema.json")
+
+
 def load(root: Path, label: str) -> State | None:
+    """The state of mail/<label>.yaml, or None when there is none.  The
+    file is the project's, as untrusted as the manifest, and is loaded as
+    the manifest is (yamlpos: lines, duplicate keys, nesting and alias
+    bounds; its JSON Schema, mailstate.schema.json; then what a schema
+    cannot say): a KtopicError names its line."""
     path = state_path(root, label)
     if not path.exists():
         return None
-    import yaml
+    from ktopic.model import manifest, yamlpos
     rel = f"{STATE_DIR}/{path.name}"
+    raw = yamlpos.read(path, rel)
     try:
-        data = yaml.safe_load(path.read_text())
-        revs = {}
-        for n, r in (data.get("revisions") or {}).items():
-            revs[int(n)] = Revision(
-                number=int(n), head=r["head"], start=r["start"], tree=r["tree"],
-                base=r.get("base", ""), stack=list(r.get("stack") or []),
-                own=int(r.get("own", 0)), date=str(r.get("date", "")),
-                sent=str(r.get("sent", "")), message_id=r.get("message-id", ""),
-                changes=list(r.get("changes") or []), messages=int(r.get("messages", 0)),
-                delivered=[str(x) for x in r.get("delivered") or []])
-        state = State(label, path, str(data["change-id"]), int(data["revision"]), revs)
-    except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as e:
-        raise KtopicError(f"unreadable revision state ({type(e).__name__}: {e})".splitlines()[0],
-                          rel) from None
-    if state.revision < 1:
-        raise KtopicError(f"revision must be 1 or more, not {state.revision}", rel)
-    return state
+        data = yamlpos.load(path, rel, raw)
+    except ValueError as e:
+        # A scalar Python cannot make: an int of more than 4300 digits, a
+        # timestamp of month 13.
+        raise KtopicError(f"a value that cannot be read: {str(e).split(';')[0]}", rel,
+                          _unreadable_scalar(raw, rel)) from None
+    if not isinstance(data, dict):
+        raise KtopicError("the mail state must be a mapping of keys (change-id, revision, "
+                          "revisions)", rel, getattr(data, "line", None) or 1)
+    revisions_ = data.get("revisions")
+    for r in revisions_.values() if isinstance(revisions_, dict) else []:
+        for key in ("date", "sent"):
+            # A date YAML reads as one (date: 2026-12-03) is the text it was.
+            if isinstance(r, dict) and isinstance(r.get(key), datetime.date):
+                r[key] = str(r[key])
+    manifest._no_nul(data, rel)
+    _no_huge(data, rel)
+    manifest._validate(data, rel, SCHEMA)
+
+    def line(*keys) -> int | None:
+        return yamlpos.line_of(data, list(keys))
+    revs = {}
+    for n, r in (data.get("revisions") or {}).items():
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise KtopicError(f"revisions: {n!r} is not a revision number (1, 2, ...)", rel,
+                              line("revisions", n))
+        if n > data["revision"]:
+            raise KtopicError(f"revisions: v{n} is recorded, but the current revision is "
+                              f"{data['revision']}", rel, line("revisions", n))
+        stack = [{"file": e["file"], "blob": e["blob"]} for e in r.get("stack") or []]
+        own = int(r.get("own", 0))          # 2.0 is an integer to JSON Schema
+        if own > len(stack):
+            raise KtopicError(f"revisions.{n}.own: {own} patches of its own, but its stack "
+                              f"records {len(stack)}", rel, line("revisions", n, "own"))
+        revs[n] = Revision(
+            number=n, head=r["head"], start=r["start"], tree=r["tree"],
+            base=r.get("base", ""), stack=stack, own=own, date=r.get("date", ""),
+            sent=r.get("sent", ""), message_id=r.get("message-id", ""),
+            changes=list(r.get("changes") or []), messages=int(r.get("messages", 0)),
+            delivered=list(r.get("delivered") or []))
+    return State(label, path, data["change-id"], int(data["revision"]), revs, data)
+
+
+def _no_huge(data, name: str) -> None:
+    """Refuse a number no revision or count can be (0x followed by 5000
+    digits is an int to YAML, and one Python cannot even print)."""
+    from ktopic.model import yamlpos
+    todo = [(data, [])]
+    while todo:
+        node, path = todo.pop()
+        if isinstance(node, dict):
+            todo += [(v, [*path, k]) for k, v in node.items()] + [(k, path) for k in node]
+        elif isinstance(node, list):
+            todo += [(v, [*path, i]) for i, v in enumerate(node)]
+        elif isinstance(node, int) and node.bit_length() > 63:
+            raise KtopicError(f"{'.'.join(map(str, path)) or 'value'}: a number of "
+                              f"{node.bit_length()} bits, more than any count here can be",
+                              name, yamlpos.line_of(data, path))
+
+
+def _unreadable_scalar(raw: bytes, name: str) -> int | None:
+    """The line of the first scalar of the document that cannot be
+    constructed (yamlpos composed it already, within its bounds)."""
+    from ktopic.model import yamlpos
+    loader = yamlpos._Loader(raw.decode("utf-8"))
+    loader.name = name
+    try:
+        todo = [loader.get_single_node()]
+        while todo:
+            n = todo.pop(0)
+            if isinstance(n, yaml.ScalarNode):
+                try:
+                    loader.construct_object(n)
+                except ValueError:
+                    return n.start_mark.line + 1
+            elif isinstance(n, yaml.SequenceNode):
+                todo[:0] = n.value
+            elif isinstance(n, yaml.MappingNode):
+                todo[:0] = [x for kv in n.value for x in kv]
+    finally:
+        loader.dispose()
+    return None
 
 
 def new_state(root: Path, series: str, label: str) -> State:

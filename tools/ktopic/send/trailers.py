@@ -303,18 +303,18 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
     if not patch_ids:
         raise KtopicError(f"v{rev.number} of {branch} records no patch files or Message-Ids "
                           f"(mailed from a hand-edited branch, or before ktopic recorded them): "
-                          f"replies cannot be matched to patch files", rel)
-    files = [e["file"] for e in rev.stack[len(rev.stack) - rev.own:]]
+                          f"replies cannot be matched to patch files", rel,
+                          state.line("revisions", rev.number))
+    first = len(rev.stack) - rev.own
+    files = [e["file"] for e in rev.stack[first:]]
     patches_dir = (m.root / "patches").resolve()
     for i, f in enumerate(files):
         # The state file is the project's, as untrusted as the manifest:
         # a path in it must not lead trailers to a file outside patches/.
-        if not isinstance(f, str) or "\0" in f or \
-                not Path(m.root, f).resolve().is_relative_to(patches_dir):
-            text = Path(m.root, rel).read_text(errors="replace")
-            line = next((n for n, x in enumerate(text.splitlines(), 1) if str(f) in x), None)
-            raise KtopicError(f"patch {i + 1} of v{rev.number} is recorded as {str(f)!r}, which "
-                              f"is not a file under patches/", rel, line)
+        if not Path(m.root, f).resolve().is_relative_to(patches_dir):
+            raise KtopicError(f"patch {i + 1} of v{rev.number} is recorded as {f!r}, which "
+                              f"is not a file under patches/", rel,
+                              state.line("revisions", rev.number, "stack", first + i, "file"))
     ours = {_clean(x): i for i, x in enumerate(patch_ids) if x}
     if cover_id:
         ours[_clean(cover_id)] = -1
