@@ -87,20 +87,98 @@ class Plan:
         return sum(len(e.add) for e in self.edits.values())
 
 
-def read_mailbox(path: Path) -> list:
-    """The messages of an mbox file or a maildir (as b4 reads them)."""
+def read_mailbox(path: Path) -> list[tuple[object, str, int | None]]:
+    """The messages of an mbox file or a maildir (as b4 reads them), each
+    with the file it is in and the line it starts on (None in a maildir,
+    where it is a file of its own)."""
     path = Path(path)
     if not path.exists():
         raise KtopicError(f"{path}: no such mbox file or maildir")
     try:
-        box = mailbox.Maildir(str(path), factory=None, create=False) if path.is_dir() \
-            else mailbox.mbox(str(path), create=False)
-        msgs = list(box)
+        if path.is_dir():
+            box = mailbox.Maildir(str(path), factory=None, create=False)
+            out = []
+            for key in box.keys():
+                try:
+                    where = str(path / box._lookup(key))
+                except (AttributeError, KeyError):
+                    where = str(path)
+                out.append((box[key], where, None))
+        else:
+            box = mailbox.mbox(str(path), create=False)
+            msgs = list(box)
+            # Python's mbox starts a message at every line that starts with "From ".
+            starts = []
+            with open(path, "rb") as f:
+                for n, line in enumerate(f, 1):
+                    if line.startswith(b"From "):
+                        starts.append(n)
+            if len(starts) != len(msgs):
+                starts = [None] * len(msgs)
+            out = [(msg, str(path), n) for msg, n in zip(msgs, starts)]
     except (OSError, mailbox.Error) as e:
         raise KtopicError(f"{path}: not a readable mbox file or maildir ({e})") from None
-    if path.is_dir() and not msgs and not (path / "cur").is_dir():
+    if path.is_dir() and not out and not (path / "cur").is_dir():
         raise KtopicError(f"{path}: a directory that is not a maildir (no cur/, new/)")
-    return msgs
+    return out
+
+
+def _texts(msg) -> list[str]:
+    """The text parts of a mail, decoded as b4 decodes them."""
+    out = []
+    try:
+        parts = list(msg.walk())
+        mcharset = msg.get_content_charset() or "utf-8"
+    except Exception:           # noqa: BLE001  (a mail the email package cannot read)
+        return [str(msg.get_payload())]
+    for part in parts:
+        try:
+            ctype = part.get_content_type()
+            if "/plain" not in ctype and "/x-patch" not in ctype:
+                continue
+            payload = part.get_payload(decode=True)
+            charset = part.get_content_charset() or mcharset
+        except Exception:       # noqa: BLE001  (b4 will fail on it too, and say why)
+            continue
+        if not isinstance(payload, bytes):
+            continue
+        try:
+            out.append(payload.decode(charset, errors="replace"))
+        except LookupError:
+            out.append(payload.decode("utf-8", errors="replace"))
+    return out
+
+
+def _trailer_lines(texts: list[str]) -> bool:
+    """Whether b4 could take a line of these texts for a trailer."""
+    return any(TRAILER_LINE.match(line.strip("\r")) for t in texts for line in t.split("\n"))
+
+
+def _unreadable(msg, texts: list[str]) -> str:
+    """Why the message is not given to b4 (b4 0.12 fails on it), or ""."""
+    if not msg.get_all("From"):
+        return "it has no From: header"
+    date = msg.get("Date")
+    if date is not None:
+        try:
+            email.utils.parsedate_to_datetime(str(date))
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return f"its Date: {_short(str(date))!r} is not a date"
+    return ""
+
+
+def _short(s: str, most: int = 80) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= most else s[:most - 3] + "..."
+
+
+def _named(msg) -> str:
+    """A message, for a report: its Message-Id, else its subject."""
+    mid = _clean(str(msg.get("Message-Id") or ""))
+    if mid:
+        return f"<{_short(mid)}>"
+    subject = msg.get("Subject")
+    return repr(_short(str(subject))) if subject is not None else "no Message-Id, no Subject"
 
 
 def _ids(header: str | None) -> list[str]:
@@ -324,7 +402,6 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
             for x in r.delivered + ([r.message_id] if r.message_id else []):
                 older[_clean(x)] = n
     out = Plan(label, branch, rev.number)
-    where = str(mbox)
     applier = email.utils.parseaddr(m.series.sender or "")[1]
     patches: dict[int, tuple[str, object]] = {}
     existings: dict[str, list] = {}
@@ -336,11 +413,33 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
             patches[i] = (f, parse(p, f) if p.exists() else None)
         return patches[i]
 
-    for msg in msgs:
+    for number, (msg, where, at) in enumerate(msgs, 1):
         mid = _clean(str(msg.get("Message-Id") or ""))
-        if not mid or mid in ours or mid in older:
+        if mid in ours or mid in older:
             continue            # the series' own messages, in a thread's mbox
-        lmsg = b4.LoreMessage(msg)
+        chain = _ids(msg.get("In-Reply-To")) + list(reversed(_ids(msg.get("References"))))
+        target = next((ours[c] for c in chain if c in ours), None)
+        # A mail b4 cannot read is not given to it.  One the run needs, a reply to the revision with trailer
+        # lines, is refused: its trailers would be lost.
+        texts = _texts(msg)
+        why = _unreadable(msg, texts)
+        if not why:
+            try:
+                lmsg = b4.LoreMessage(msg)
+                _, mismatches = lmsg.get_trailers(sloppy=False)
+            except Exception as e:          # noqa: BLE001  (b4 on a mail it chokes on)
+                why = f"b4 cannot read it ({type(e).__name__}: {_short(str(e))})"
+        if why:
+            named = f"message {number} ({_named(msg)})"
+            if target is not None and _trailer_lines(texts):
+                raise KtopicError(_shown(f"{named}: a reply to v{rev.number} of {branch} with "
+                                         f"trailers, but {why}: mend or remove it (nothing was "
+                                         f"written)"), where, at)
+            out.skipped.append(f"{where}{f':{at}' if at else ''}: {named}: {why}: passed over (" +
+                               (f"a reply to v{rev.number} of {branch} without trailers)"
+                                if target is not None else
+                                f"not a reply to v{rev.number} of {branch})"))
+            continue
         body = (lmsg.body or "").split("\n-- \n", 1)[0]
         took = [(t.lname, t.value) for t in lmsg.trailers]
         loose = []              # person trailers b4 would not take: no address
@@ -353,9 +452,8 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
         if not lmsg.trailers and not loose:
             continue
         sender = f"{lmsg.fromname} <{lmsg.fromemail}>"
-        what = f"{where}: <{mid}> from {sender}"
-        chain = _ids(msg.get("In-Reply-To")) + list(reversed(_ids(msg.get("References"))))
-        target = next((ours[c] for c in chain if c in ours), None)
+        named = _named(msg) if mid else f"message {number} ({_named(msg)})"
+        what = f"{mbox}: {named} from {sender}"
         if target is None:
             old = next((older[c] for c in chain if c in older), None)
             if old is not None:
@@ -371,7 +469,6 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
             bad = _control(line)
             out.skipped.append(f"{what}: '{line}': " + (
                 f"it holds a control character ({bad})" if bad else "its address does not parse"))
-        _, mismatches = lmsg.get_trailers(sloppy=False)
         targets = range(len(files)) if target == -1 else [target]
         for t in lmsg.trailers:
             line = t.as_string()

@@ -1,0 +1,140 @@
+"""ktopic trailers on a mailbox with messages b4 cannot read: one without
+From:, one whose Date: is not a date.  Such a message is not given to b4.  One
+the run does not need (a reply to another series, or one without trailer
+lines) is passed over with a line on stderr; a reply to the revision that
+holds trailer lines is refused, exit 2, naming the mailbox, the message
+and the problem, and nothing is written."""
+
+from __future__ import annotations
+
+import email.message
+import email.utils
+import mailbox
+import shutil
+import time
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("b4") is None,
+                                reason="missing b4: apt-get install b4 (make deps)")
+
+P1 = "patches/counters/0001-lib-counter-return-more.patch"
+P2 = "patches/counters/0002-lib-counter-return-even-more.patch"
+RITA = "Rita Reviewer <rita@example.org>"
+SOB = "Signed-off-by: Test Porter <porter@example.org>\n"
+
+STATE = """\
+change-id: 20260101-test-series-counters-abcdef
+revision: 1
+revisions:
+  1:
+    head: {head}
+    start: {base}
+    tree: {base}
+    base: {base}
+    own: 2
+    stack:
+    - {{file: {p1}, blob: {base}}}
+    - {{file: {p2}, blob: {base}}}
+    date: '2026-01-01'
+    sent: '2026-01-01'
+    messages: 3
+    delivered: ['<cover@example.org>', '<p1@example.org>', '<p2@example.org>']
+"""
+
+
+@pytest.fixture(autouse=True)
+def quiet_git(tmp_path, monkeypatch):
+    cfg = tmp_path / "gitconfig"
+    cfg.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    return cfg
+
+
+@pytest.fixture
+def mailed(generated):
+    (generated.root / "mail").mkdir(exist_ok=True)
+    (generated.root / "mail/counters.yaml").write_text(STATE.format(
+        head=generated.git("rev-parse", "topic/counters").strip(),
+        base=generated.git("rev-parse", "base").strip(), p1=P1, p2=P2))
+    return generated
+
+
+def msg(n: int, to: str, text: str, sender: str | None = RITA, date: str | None = None):
+    m = email.message.Message()
+    if sender is not None:
+        m["From"] = sender
+    m["To"] = "Test Porter <porter@example.org>"
+    m["Subject"] = f"Re: [PATCH] reply {n}"
+    m["Date"] = date or email.utils.formatdate(1796378400 + n * 60, usegmt=True)
+    m["Message-Id"] = f"<reply-{n}@example.net>"
+    m["In-Reply-To"] = to
+    m["References"] = f"<cover@example.org> {to}" if "example.org" in to else to
+    m.set_payload(text)
+    return m
+
+
+def write_mbox(path, msgs) -> list[int]:
+    """The mbox, and the line of each message's From line."""
+    box = mailbox.mbox(str(path))
+    for m in msgs:
+        box.add(m)
+    box.close()
+    lines = path.read_bytes().split(b"\n")
+    return [i + 1 for i, x in enumerate(lines) if x.startswith(b"From ")]
+
+
+def run(mailed, ktopic, mbox):
+    files = {f: (mailed.root / f).read_bytes() for f in (P1, P2)}
+    refs = mailed.refs()
+    r = ktopic(*mailed.args("trailers", "counters", "--mbox", mbox))
+    return r, files, refs
+
+
+def test_unreadable_messages_the_run_does_not_need_are_passed_over(mailed, ktopic, tmp_path):
+    mbox = tmp_path / "r.mbox"
+    at = write_mbox(mbox, [
+        msg(1, "<other-1@example.com>", f"Reviewed-by: {RITA}\n", sender=None),
+        msg(2, "<other-2@example.com>", f"Reviewed-by: {RITA}\n", date="garbage"),
+        msg(3, "<p1@example.org>", "Thanks, I will look at it.\n", date="garbage"),
+        msg(5, "<p1@example.org>", f"Reviewed-by: {RITA}\n"),
+    ])
+    t0 = time.monotonic()
+    r, files, _ = run(mailed, ktopic, mbox)
+    assert time.monotonic() - t0 < 30
+    assert r.status == 0, r
+    assert r.err.splitlines() == [
+        f"ktopic: skipped: {mbox}:{at[0]}: message 1 (<reply-1@example.net>): it has no From: "
+        f"header: passed over (not a reply to v1 of topic/counters)",
+        f"ktopic: skipped: {mbox}:{at[1]}: message 2 (<reply-2@example.net>): its Date: "
+        f"'garbage' is not a date: passed over (not a reply to v1 of topic/counters)",
+        f"ktopic: skipped: {mbox}:{at[2]}: message 3 (<reply-3@example.net>): its Date: "
+        f"'garbage' is not a date: passed over (a reply to v1 of topic/counters without "
+        f"trailers)",
+    ], r.err
+    assert (mailed.root / P1).read_bytes() == files[P1].replace(
+        SOB.encode(), f"Reviewed-by: {RITA}\n{SOB}".encode(), 1)
+
+
+@pytest.mark.parametrize("kind", ["no-from", "bad-date"])
+def test_an_unreadable_reply_with_trailers_is_refused(mailed, ktopic, tmp_path, kind):
+    reply = {
+        "no-from": msg(2, "<p1@example.org>", f"Reviewed-by: {RITA}\n", sender=None),
+        "bad-date": msg(2, "<p1@example.org>", f"Reviewed-by: {RITA}\n", date="garbage"),
+    }[kind]
+    why = {
+        "no-from": "it has no From: header",
+        "bad-date": "its Date: 'garbage' is not a date",
+    }[kind]
+    mbox = tmp_path / "r.mbox"
+    at = write_mbox(mbox, [msg(1, "<p1@example.org>", f"Acked-by: {RITA}\n"), reply])
+    t0 = time.monotonic()
+    r, files, refs = run(mailed, ktopic, mbox)
+    assert time.monotonic() - t0 < 30
+    assert r.status == 2, r
+    assert r.err == (f"ktopic: {mbox}:{at[1]}: message 2 (<reply-2@example.net>): a reply to v1 "
+                     f"of topic/counters with trailers, but {why}: mend or remove it (nothing "
+                     f"was written)\n"), r.err
+    assert {f: (mailed.root / f).read_bytes() for f in files} == files
+    assert mailed.refs() == refs
