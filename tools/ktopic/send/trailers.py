@@ -26,6 +26,11 @@ and the written file is checked with mailinfo to give the same diff and
 the same message plus the trailers.  A file that cannot be edited so (base64
 or quoted-printable, multipart, a charset that cannot hold a trailer) is
 refused with its name.
+
+A mail b4 cannot read (no From:, a Date: that is not a date, a line b4
+would read as a trailer longer than MAX_TRAILER_LINE, on which b4 would
+spend hours) is not given to b4: passed over and said, or refused when it
+is a reply to the revision with trailer lines, whose trailers would be lost.
 """
 
 from __future__ import annotations
@@ -52,6 +57,11 @@ ADDR = re.compile(r"[^@\s<>\"(),;:]+@[^@\s<>\"(),;:]+\.[^@\s<>\"(),;:.]+")
 # What b4's follow-up parser treats as a trailer line (b4 0.12, find_trailers).
 TRAILER_LINE = re.compile(r"^\s*(\w\S+):\s+(\S.*)")
 PERSON_TAG = re.compile(r"^[A-Za-z][\w-]*-by$")
+# The longest line b4 is given that it would read as a trailer: RFC 5322's
+# limit for a line of a mail (git send-email refuses longer ones too).  b4
+# 0.12's trailer parsing takes time that grows with the cube of such a
+# line's length (998 characters: seconds at worst; 1 MB: it never ends).
+MAX_TRAILER_LINE = 998
 
 
 @dataclass
@@ -155,7 +165,8 @@ def _trailer_lines(texts: list[str]) -> bool:
 
 
 def _unreadable(msg, texts: list[str]) -> str:
-    """Why the message is not given to b4 (b4 0.12 fails on it), or ""."""
+    """Why the message is not given to b4 (b4 0.12 fails on it, or would
+    take hours over it), or ""."""
     if not msg.get_all("From"):
         return "it has no From: header"
     date = msg.get("Date")
@@ -164,7 +175,15 @@ def _unreadable(msg, texts: list[str]) -> str:
             email.utils.parsedate_to_datetime(str(date))
         except (TypeError, ValueError, IndexError, OverflowError):
             return f"its Date: {_short(str(date))!r} is not a date"
+    for t in texts:
+        for n, line in enumerate(t.split("\n"), 1):
+            if len(line) > MAX_TRAILER_LINE and TRAILER_LINE.match(line.strip("\r")):
+                return (f"line {n} of its text reads as a trailer and has {len(line)} "
+                        f"characters, {_TOO_LONG}")
     return ""
+
+
+_TOO_LONG = f"more than the {MAX_TRAILER_LINE} b4 is given (RFC 5322's limit for a line)"
 
 
 def _short(s: str, most: int = 80) -> str:
@@ -194,6 +213,10 @@ def _existing(data: bytes, display: str) -> list[tuple[str, str, str]]:
     b4 parses them (a `# note` after the address is not part of it)."""
     import b4
     lay = _layout(data, display)
+    for i in lay.block:
+        if len(lay.text(i)) > MAX_TRAILER_LINE and TRAILER_LINE.match(lay.text(i)):
+            raise KtopicError(f"a trailer line of {len(lay.text(i))} characters, {_TOO_LONG}",
+                              display, i + 1)
     found, _ = b4.LoreMessage.find_trailers("\n".join(lay.text(i) for i in lay.block))
     return [(t.lname, t.addr[1].lower() if t.type == "person" and t.addr else "",
              t.as_string(omit_extinfo=True)) for t in found]
@@ -419,7 +442,8 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
             continue            # the series' own messages, in a thread's mbox
         chain = _ids(msg.get("In-Reply-To")) + list(reversed(_ids(msg.get("References"))))
         target = next((ours[c] for c in chain if c in ours), None)
-        # A mail b4 cannot read is not given to it.  One the run needs, a reply to the revision with trailer
+        # A mail b4 cannot read (or would take hours over) is not given to
+        # it.  One the run needs, a reply to the revision with trailer
         # lines, is refused: its trailers would be lost.
         texts = _texts(msg)
         why = _unreadable(msg, texts)
