@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import tarfile
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -52,6 +51,56 @@ def strict() -> bool:
 def missing(part: str, how: str):
     """Skip (fail under make test / CI): `part` is not there; `how` gets it."""
     pytest.skip(f"missing {part}: {how}")
+
+
+needs_b4 = pytest.mark.skipif(shutil.which("b4") is None,
+                              reason="missing b4: apt-get install b4 (make deps)")
+
+
+@pytest.fixture
+def quiet_git(tmp_path, monkeypatch) -> Path:
+    """No user configuration leaks in; nothing can be sent anywhere.  The
+    mail tests use it for every case (pytest.mark.usefixtures)."""
+    cfg = tmp_path / "gitconfig"
+    cfg.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    return cfg
+
+
+# The synthetic project's counters topic recorded as sent (v1), with
+# Message-Ids of our own making: replies to them are matched without
+# mailing anything.
+COUNTERS_P1 = "patches/counters/0001-lib-counter-return-more.patch"
+COUNTERS_P2 = "patches/counters/0002-lib-counter-return-even-more.patch"
+MAILED_STATE = """\
+change-id: 20260101-test-series-counters-abcdef
+revision: 1
+revisions:
+  1:
+    head: {head}
+    start: {base}
+    tree: {tree}
+    base: {base}
+    own: 2
+    stack:
+    - {{file: {p1}, blob: {blob}}}
+    - {{file: {p2}, blob: {blob}}}
+    date: '2026-01-01'
+    sent: '2026-01-01'
+    messages: 3
+    delivered: ['<cover@example.org>', '<p1@example.org>', '<p2@example.org>']
+"""
+
+
+def mailed_state(project, p1=COUNTERS_P1, tree: str | None = None,
+                 blob: str | None = None) -> str:
+    """MAILED_STATE for project's generated counters topic; the tree and
+    the blobs default to the base's id (any object id will do)."""
+    base = project.git("rev-parse", "base").strip()
+    return MAILED_STATE.format(head=project.git("rev-parse", "topic/counters").strip(),
+                               base=base, tree=tree or base, blob=blob or base,
+                               p1=p1, p2=COUNTERS_P2)
 
 
 def path_without(bindir: Path, *names: str) -> str:

@@ -7,27 +7,18 @@ import contextlib
 import email
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import path_without
+from conftest import needs_b4, path_without
 
 
-needs_b4 = pytest.mark.skipif(shutil.which("b4") is None, reason="missing b4: apt-get install b4 (make deps)")
+pytestmark = pytest.mark.usefixtures("quiet_git")
 
 
-@pytest.fixture(autouse=True)
-def quiet_git(tmp_path, monkeypatch):
-    """No user configuration leaks in; nothing can be sent anywhere."""
-    cfg = tmp_path / "gitconfig"
-    cfg.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    return cfg
 
 
 def messages(d: Path) -> list[email.message.Message]:

@@ -7,19 +7,17 @@ import email.message
 import email.utils
 import mailbox
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from test_mail import body, messages, quiet_git, smtp_sink  # noqa: F401  (quiet_git: autouse)
+from test_mail import body, messages, smtp_sink
 
-pytestmark = pytest.mark.skipif(shutil.which("b4") is None, reason="b4 is not installed")
+from conftest import COUNTERS_P1 as P1, COUNTERS_P2 as P2, mailed_state, needs_b4
 
-P1 = "patches/counters/0001-lib-counter-return-more.patch"
-P2 = "patches/counters/0002-lib-counter-return-even-more.patch"
+pytestmark = [needs_b4, pytest.mark.usefixtures("quiet_git")]
 
 
 def reply(n: int, sender: str, to, text: str, refs=()) -> email.message.Message:
@@ -250,35 +248,11 @@ def test_message_ids_of_a_partly_sent_revision():
     assert yaml.safe_dump(written.to_dict())      # unchanged format
 
 
-# A revision recorded as sent, with Message-Ids of our own making: replies
-# to them are matched without mailing anything.
-MAILED = """\
-change-id: 20260101-test-series-counters-abcdef
-revision: 1
-revisions:
-  1:
-    head: {head}
-    start: {base}
-    tree: {base}
-    base: {base}
-    own: 2
-    stack:
-    - {{file: {p1}, blob: {base}}}
-    - {{file: {p2}, blob: {base}}}
-    date: '2026-01-01'
-    sent: '2026-01-01'
-    messages: 3
-    delivered: ['<cover@example.org>', '<p1@example.org>', '<p2@example.org>']
-"""
-
-
 @pytest.fixture
 def mailed(generated):
     """counters recorded as sent (v1), its patches <p1@...> and <p2@...>."""
     (generated.root / "mail").mkdir(exist_ok=True)
-    (generated.root / "mail/counters.yaml").write_text(MAILED.format(
-        head=generated.git("rev-parse", "topic/counters").strip(),
-        base=generated.git("rev-parse", "base").strip(), p1=P1, p2=P2))
+    (generated.root / "mail/counters.yaml").write_text(mailed_state(generated))
     return generated
 
 
@@ -425,8 +399,7 @@ def test_a_recorded_patch_path_outside_patches_is_refused(generated, ktopic, tmp
     outside = tmp_path / "outside.patch"
     outside.write_bytes((generated.root / P1).read_bytes())
     (generated.root / "mail").mkdir(exist_ok=True)
-    state = MAILED.format(head=generated.git("rev-parse", "topic/counters").strip(),
-                          base=generated.git("rev-parse", "base").strip(), p1=outside, p2=P2)
+    state = mailed_state(generated, p1=outside)
     (generated.root / "mail/counters.yaml").write_text(state)
     reply_mbox(tmp_path / "r.mbox", (RITA, "<p1@example.org>", f"Reviewed-by: {RITA}\n"))
     before = outside.read_bytes()

@@ -8,27 +8,16 @@ moves no ref."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 
 import pytest
 
-from conftest import path_without
+from conftest import needs_b4, path_without
 
-pytestmark = pytest.mark.skipif(shutil.which("b4") is None,
-                                reason="missing b4: apt-get install b4 (make deps)")
+pytestmark = [needs_b4, pytest.mark.usefixtures("quiet_git")]
 
 B4 = "refs/heads/b4/counters"
 MADE = "refs/ktopic/made/b4/counters"
-
-
-@pytest.fixture(autouse=True)
-def quiet_git(tmp_path, monkeypatch):
-    cfg = tmp_path / "gitconfig"
-    cfg.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    return cfg
 
 
 def hand_commit(project, ref: str) -> str:

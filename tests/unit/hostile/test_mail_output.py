@@ -6,23 +6,13 @@ are the directory the command was run in."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("b4") is None,
-                                reason="missing b4: apt-get install b4 (make deps)")
+from conftest import needs_b4
 
-
-@pytest.fixture(autouse=True)
-def quiet_git(tmp_path, monkeypatch):
-    """No user configuration leaks in; nothing can be sent anywhere."""
-    cfg = tmp_path / "gitconfig"
-    cfg.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    return cfg
+pytestmark = [needs_b4, pytest.mark.usefixtures("quiet_git")]
 
 
 def emls(d: Path) -> list[str]:

@@ -9,51 +9,19 @@ from __future__ import annotations
 
 import mailbox
 import re
-import shutil
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("b4") is None,
-                                reason="missing b4: apt-get install b4 (make deps)")
+from conftest import COUNTERS_P1 as P1, COUNTERS_P2 as P2, mailed_state, needs_b4
 
-P1 = "patches/counters/0001-lib-counter-return-more.patch"
-P2 = "patches/counters/0002-lib-counter-return-even-more.patch"
+pytestmark = [needs_b4, pytest.mark.usefixtures("quiet_git")]
+
 BLOB = "85fabe765e205365e5c55a8d6d523981becdec35"
-
-STATE = """\
-change-id: 20260101-test-series-counters-abcdef
-revision: 1
-revisions:
-  1:
-    head: {head}
-    start: {base}
-    tree: {tree}
-    base: {base}
-    own: 2
-    stack:
-    - {{file: {p1}, blob: {blob}}}
-    - {{file: {p2}, blob: {blob}}}
-    date: '2026-01-01'
-    sent: '2026-01-01'
-    messages: 3
-    delivered: ['<cover@example.org>', '<p1@example.org>', '<p2@example.org>']
-"""
-
-
-@pytest.fixture(autouse=True)
-def quiet_git(tmp_path, monkeypatch):
-    cfg = tmp_path / "gitconfig"
-    cfg.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    return cfg
 
 
 def state(project) -> str:
-    return STATE.format(head=project.git("rev-parse", "topic/counters").strip(),
-                        base=project.git("rev-parse", "base").strip(),
-                        tree=project.git("rev-parse", "topic/counters^{tree}").strip(),
-                        p1=P1, p2=P2, blob=BLOB)
+    return mailed_state(project, tree=project.git("rev-parse", "topic/counters^{tree}").strip(),
+                        blob=BLOB)
 
 
 def nested(depth: int) -> str:

@@ -13,55 +13,22 @@ from __future__ import annotations
 import email.message
 import email.utils
 import mailbox
-import shutil
 import time
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("b4") is None,
-                                reason="missing b4: apt-get install b4 (make deps)")
+from conftest import COUNTERS_P1 as P1, COUNTERS_P2 as P2, mailed_state, needs_b4
 
-P1 = "patches/counters/0001-lib-counter-return-more.patch"
-P2 = "patches/counters/0002-lib-counter-return-even-more.patch"
+pytestmark = [needs_b4, pytest.mark.usefixtures("quiet_git")]
+
 RITA = "Rita Reviewer <rita@example.org>"
 SOB = "Signed-off-by: Test Porter <porter@example.org>\n"
 LONG = len(f"Reviewed-by: {RITA}") + 1_000_000       # the 1 MB line below
 
-STATE = """\
-change-id: 20260101-test-series-counters-abcdef
-revision: 1
-revisions:
-  1:
-    head: {head}
-    start: {base}
-    tree: {base}
-    base: {base}
-    own: 2
-    stack:
-    - {{file: {p1}, blob: {base}}}
-    - {{file: {p2}, blob: {base}}}
-    date: '2026-01-01'
-    sent: '2026-01-01'
-    messages: 3
-    delivered: ['<cover@example.org>', '<p1@example.org>', '<p2@example.org>']
-"""
-
-
-@pytest.fixture(autouse=True)
-def quiet_git(tmp_path, monkeypatch):
-    cfg = tmp_path / "gitconfig"
-    cfg.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    return cfg
-
-
 @pytest.fixture
 def mailed(generated):
     (generated.root / "mail").mkdir(exist_ok=True)
-    (generated.root / "mail/counters.yaml").write_text(STATE.format(
-        head=generated.git("rev-parse", "topic/counters").strip(),
-        base=generated.git("rev-parse", "base").strip(), p1=P1, p2=P2))
+    (generated.root / "mail/counters.yaml").write_text(mailed_state(generated))
     return generated
 
 
