@@ -48,9 +48,11 @@ mutate: ci
 deps:
 	@ci/deps
 
-# Fast unit tests on synthetic repositories (seconds; no kernel build).
+# Fast unit tests on synthetic repositories (no kernel build), on both
+# cores (pytest-xdist; every test has its own temporary directories), the
+# ten slowest listed so that they stay in sight.
 check:
-	$(PYTEST) -q -m "not e2e" tests/unit
+	$(PYTEST) -q -n 2 --durations=10 -m "not e2e" tests/unit
 
 # Everything: the unit tests, then end-to-end tests on the real packaged tree
 # (they share the work directory the main job uses, so import it first).

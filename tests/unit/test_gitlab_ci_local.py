@@ -1,7 +1,8 @@
 """The committed .gitlab-ci.yml as gitlab-ci-local reads it: valid against
 GitLab's schema, one job per topic and integration, and the needs: graph
 the manifest's dependencies make.  gitlab-ci-local is the pinned one from
-ci/deps; without it these tests fail (tests/gitlab_ci_local.py)."""
+ci/deps; without it they are skipped by hand and fail under make test
+(tests/gitlab_ci_local.py)."""
 
 from __future__ import annotations
 
@@ -105,7 +106,8 @@ def test_a_wrong_pipeline_is_refused(tmp_path):
     assert "schema" in errors["key"]
 
 
-def test_missing_binary_fails_naming_it(tmp_path):
-    with pytest.raises(pytest.fail.Exception, match=r"gitlab-ci-local 4\.70\.1 is not installed "
+def test_missing_binary_is_a_missing_part_naming_it(tmp_path):
+    """Skipped by hand, a failure under make test and CI (conftest.py)."""
+    with pytest.raises(pytest.skip.Exception, match=r"missing gitlab-ci-local 4\.70\.1 "
                        r"at .*nowhere.*make deps"):
         glcl.binary(tmp_path / "nowhere" / "gitlab-ci-local")
