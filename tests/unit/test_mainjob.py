@@ -28,6 +28,7 @@ from ktopic.kernel import seeds  # noqa: E402
 from ktopic.model import results as R  # noqa: E402
 from ktopic.model.workdir import Workdir  # noqa: E402
 from ktopic.runner import runner as runmod  # noqa: E402
+from ktopic.runner import mutate as mut  # noqa: E402
 from ktopic.runner.options import MAIN_JOB_GATES, Options  # noqa: E402
 
 from test_ci import ENV, console, fake_kernel, manifest, topic  # noqa: E402
@@ -319,3 +320,18 @@ def test_one_branchs_run_gives_the_main_jobs_verdict(job):
     job.events.clear()
     job.run(["a"], use_cache=False, base_cache=False)
     assert own(job.events, "a") != own(main_events, "a")
+
+
+def test_a_topics_mutants_end_with_their_verdict_line(job, capsys):
+    """A log names each topic's mutation verdict as it names a build's."""
+    opts = Options(accel="tcg", check=True, mutate=True)
+    runmod.run_targets(job.m, job.wd, opts, ["a"], job.root / "out-live",
+                       write_report=False, use_live=True)
+    assert "topic/a: mutants pass (1/1 caught)" in capsys.readouterr().out
+
+
+def test_a_mutation_verdict_names_the_survivor():
+    def res(name, status):
+        return R.MutantResult(topic="t", name=name, breaks="", caught_by="", status=status)
+    got = mut.verdict([res("0001-a", R.CAUGHT), res("0002-b", R.SURVIVED)])
+    assert got == (R.FAIL, "1/2 caught; survived: 0002-b")

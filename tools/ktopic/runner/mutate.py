@@ -43,7 +43,7 @@ from ktopic import stampcache
 from ktopic.errors import Failure, KtopicError
 from ktopic.kernel import build as buildmod
 from ktopic.model import results as R
-from ktopic.model.results import CAUGHT, FAIL, INVALID, SURVIVED
+from ktopic.model.results import CAUGHT, FAIL, INVALID, PASS, SURVIVED
 from ktopic.model.targets import Target
 from ktopic.plumbing.gitutil import Git
 
@@ -232,6 +232,17 @@ def mutate(runner, base: Target, t: Target, mutants: list[Mutant],
     runner.run(base)
     plain = runner.run(t)
     return run_mutants(runner, t, plain, mutants, use_cache, on_result)
+
+
+def verdict(results: list[R.MutantResult]) -> tuple[str, str]:
+    """One topic's mutation verdict: (status, "15/16 caught; survived: X")."""
+    caught = sum(r.status == R.CAUGHT for r in results)
+    text = f"{caught}/{len(results)} caught"
+    for label in (R.SURVIVED, R.INVALID):
+        names = [r.name for r in results if r.status == label]
+        if names:
+            text += f"; {label}: {', '.join(names)}"
+    return (PASS if caught == len(results) else FAIL), text
 
 
 def run_mutants(runner, t: Target, plain: R.BranchResult, mutants: list[Mutant],

@@ -607,8 +607,11 @@ def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_rep
                 done[id(t)] = br = runner.run(t)
                 if mutants.get(t.topic) and not t.variant and t.topic not in runner.gate_failed:
                     mrunner = mrunner or runner.mutant_runner()
-                    report.mutants += mut.run_mutants(mrunner, t, br, mutants[t.topic],
-                                                      use_cache=opts.use_cache)
+                    got = mut.run_mutants(mrunner, t, br, mutants[t.topic],
+                                          use_cache=opts.use_cache)
+                    report.mutants += got
+                    if live is not None:
+                        live.update(t.branch, "mutants", *mut.verdict(got))
             report.branches = [done[id(t)] for t in targets]
             report.timing = steps.totals()
             records = steps.steps_done()
