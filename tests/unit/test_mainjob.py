@@ -28,6 +28,7 @@ from ktopic.kernel import seeds  # noqa: E402
 from ktopic.model import results as R  # noqa: E402
 from ktopic.model.workdir import Workdir  # noqa: E402
 from ktopic.runner import runner as runmod  # noqa: E402
+from ktopic.report import report as rep  # noqa: E402
 from ktopic.runner import mutate as mut  # noqa: E402
 from ktopic.runner.options import MAIN_JOB_GATES, Options  # noqa: E402
 
@@ -119,7 +120,7 @@ def job(tmp_path, monkeypatch, parser):  # noqa: F811
                    steps=None):
         if bisect or warnings:
             events.append(("gates", name))
-        bad = name in gate_fails
+        bad = name in gate_fails and (bisect or warnings)
         st = R.StageResult("check", R.FAIL if bad else R.PASS, 0.0,
                            "bisect: abc does not build" if bad else "ok")
         return st, {"findings": [R.Finding("bisect", "abc does not build")] if bad else []}
@@ -215,7 +216,7 @@ def test_seed_for(job):
 ])
 def test_ci_gate_options_that_do_not_go_together(flags, msg):
     args = SimpleNamespace(gates_only=False, no_check=False, bisect=False, warnings=False,
-                           mutate=False)
+                           mutate=False, main_job=False, first_verdict=False)
     for k, v in flags.items():
         setattr(args, k, v)
     with pytest.raises(KtopicError, match=msg):
@@ -335,3 +336,63 @@ def test_a_mutation_verdict_names_the_survivor():
         return R.MutantResult(topic="t", name=name, breaks="", caught_by="", status=status)
     got = mut.verdict([res("0001-a", R.CAUGHT), res("0002-b", R.SURVIVED)])
     assert got == (R.FAIL, "1/2 caught; survived: 0002-b")
+
+
+# --- the main job in two tiers (runner/tiers.py) ---------------------------------
+
+MAIN = {g: True for g in MAIN_JOB_GATES}
+
+
+def test_tier_one_gives_every_branch_a_verdict_before_any_deep_gate(job):
+    """Every plain build and boot first (the base first, the integration
+    branch last); then per topic its build gates and mutants; then the
+    sanitizer variants."""
+    report = job.run(tiers=True, **MAIN)
+    builds = [e for e in job.events if e[0] != "boot"]
+    assert builds == [
+        ("build", "base"), ("build", "topic_a"), ("build", "topic_b"), ("build", "topic_c"),
+        ("build", "for-next"),
+        ("gates", "a"), ("mutant", "topic_a"), ("gates", "b"), ("gates", "c"),
+        ("build", "base-kcsan"), ("build", "topic_b-kcsan"), ("build", "for-next-kcsan")], builds
+    assert report.ok and not any(b.pending for b in report.branches)
+    assert [(x.name, x.status) for x in report.mutants] == [("0001-f-again", R.CAUGHT)]
+    a = next(b for b in report.branches if b.topic == "a")
+    assert a.stage("check").status == R.PASS
+
+
+def test_the_first_verdict_stops_with_the_rest_pending(job, capsys):
+    opts = Options(accel="tcg", sanitizers=True, check=True, tiers=True, first_verdict=True,
+                   **MAIN)
+    out = job.root / "out-first"
+    report = runmod.run_targets(job.m, job.wd, opts, [], out, write_report=True,
+                                use_live=True)
+    assert not any(e[0] in ("gates", "mutant") or e[1].endswith("-kcsan") for e in job.events)
+    assert "first verdict: 5/5 branches pass" in capsys.readouterr().out
+    saved = R.Report.from_json((out / "report.json").read_text())
+    rows = {b.branch: b for b in saved.branches}
+    assert rows["topic/b+kcsan"].pending and rows["topic/a"].pending
+    assert rows["topic/a"].stage("check").status == R.PENDING
+    assert rows["base"].ok and rows["for-next"].ok
+    assert [(x.name, x.status) for x in saved.mutants] == [("0001-f-again", R.PENDING)]
+    html = (out / "index.html").read_text()
+    assert 'class="st pending"' in html and "pending" in rep.mutation_lines(saved)[0]
+    assert all(b.verdict_ok for b in report.branches) and not report.ok
+
+
+def test_a_gate_failing_in_tier_two_fails_a_branch_that_booted(job):
+    """The first verdict came before the gate: the topic was booted, and
+    its final result is a failure with the gate's finding; its mutants
+    do not run, as without tiers."""
+    job.gate_fails.add("a")
+    report = job.run(tiers=True, **MAIN)
+    assert ("boot", "topic_a") in job.events and ("gates", "a") in job.events
+    assert not any(e[0] == "mutant" for e in job.events)
+    a = next(b for b in report.branches if b.topic == "a")
+    assert a.stage("check").status == R.FAIL and a.stage("boot").status == R.PASS
+    assert [f.kind for f in a.findings] == ["bisect"] and not report.ok
+    assert not [x for x in report.mutants if x.topic == "a"]
+
+
+def test_main_job_option_runs_in_tiers_and_first_verdict_needs_it(job):
+    with pytest.raises(KtopicError, match="--first-verdict is the first tier of --main-job"):
+        cmd_ci.run(ci_args("--first-verdict"))

@@ -46,6 +46,10 @@ def register(sub) -> None:
                         + " ".join(f"--{g}" for g in MAIN_JOB_GATES)
                         + " (none of them with --gates-only; with --no-check, not "
                         + " ".join(f"--{g}" for g in CHECK_GATES) + ")")
+    p.add_argument("--first-verdict", action="store_true",
+                   help="with --main-job: stop after its first tier (every branch built, "
+                        "booted and tested, checkpatch and hygiene); the build gates, "
+                        "mutants and sanitizer variants stay pending (make verdict)")
     p.add_argument("-o", "--out", type=Path, default=None,
                    help="output directory (default: out/ beside the manifest)")
     common.add_common(p)
@@ -69,6 +73,8 @@ def gates_of(args) -> dict[str, bool]:
 def run(args) -> int:
     if args.gates_only and args.no_check:
         raise KtopicError("--gates-only with --no-check leaves nothing to run")
+    if args.first_verdict and not args.main_job:
+        raise KtopicError("--first-verdict is the first tier of --main-job: give both")
     chosen = gates_of(args)
     bisect, warnings, mutate = (chosen[o] for o in ("bisect", "warnings", "mutate"))
     gates = [o for o, on in (("--bisect", bisect), ("--warnings", warnings),
@@ -83,6 +89,9 @@ def run(args) -> int:
     # The manifest's `sanitizers:` variants run too (not in a whole-run --kasan/--kcsan).
     opts.sanitizers = not args.no_sanitizers
     opts.bisect, opts.warnings, opts.mutate = bisect, warnings, mutate
+    # The main job in two tiers: a first verdict, then its depth (runner/tiers.py).
+    opts.tiers = args.main_job and not args.gates_only
+    opts.first_verdict = args.first_verdict
     report = run_targets(m, common._workdir(args), opts, args.branches,
                          out_dir, write_report=True, use_live=True)
     print()
@@ -92,4 +101,6 @@ def run(args) -> int:
         print("\n".join(rep.mutation_lines(report)))
         print()
     rep.print_timing(report.timing)
+    if args.first_verdict:
+        return 0 if all(b.verdict_ok for b in report.branches) else 1
     return 0 if report.ok else 1

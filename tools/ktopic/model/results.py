@@ -20,8 +20,10 @@ from pathlib import Path
 
 from ktopic.fileio import write_atomic
 
-# Stage and case status values.
+# Stage and case status values; PENDING: the main job's second tier has
+# not run it yet (runner/tiers.py).
 PASS, FAIL, SKIP, CACHED, CRASH = "pass", "fail", "skip", "cached", "crash"
+PENDING = "pending"
 STAGES = ("generate", "check", "build", "boot", "test")
 
 
@@ -89,6 +91,16 @@ class BranchResult:
     def ok(self) -> bool:
         return all(s.status in (PASS, CACHED, SKIP) for s in self.stages) and \
             not any(not f.in_base for f in self.findings)
+
+    @property
+    def verdict_ok(self) -> bool:
+        """Nothing failed so far (what is pending may still fail)."""
+        return all(s.status in (PASS, CACHED, SKIP, PENDING) for s in self.stages) and \
+            not any(not f.in_base for f in self.findings)
+
+    @property
+    def pending(self) -> bool:
+        return self.verdict_ok and any(s.status == PENDING for s in self.stages)
 
 
 @dataclass

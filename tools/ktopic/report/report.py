@@ -31,7 +31,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ktopic.model import results as R
-from ktopic.model.results import CACHED, CRASH, FAIL, PASS, SKIP, STAGES, branch_dir
+from ktopic.model.results import CACHED, CRASH, FAIL, PASS, PENDING, SKIP, STAGES, branch_dir
 
 from ktopic.errors import KtopicError
 from ktopic.fileio import write_atomic
@@ -41,8 +41,9 @@ REPORT_NAME = "report.json"
 HTML_NAME = "index.html"
 JUNIT_NAME = "junit.xml"
 
-# Statuses a live table may show besides the final ones.
-RUNNING, PENDING = "running", "pending"
+# A status a live table may show besides the final ones.
+RUNNING = "running"
+CELL_CLASSES = (PASS, FAIL, SKIP, CACHED, CRASH, PENDING)
 
 # One description per status, for legends (HTML and terminal).
 LEGEND = (
@@ -51,6 +52,7 @@ LEGEND = (
     (FAIL, "stage failed"),
     (CRASH, "suite or case crashed"),
     (SKIP, "skipped (nothing to do, or an earlier stage failed)"),
+    (PENDING, "not run yet: the main job's second tier fills it in"),
     ("none", "not run"),
 )
 
@@ -217,7 +219,8 @@ def junit_xml(b: R.BranchResult) -> bytes:
         out = "\n".join(x for x in (
             st.summary, f"log: {st.log}" if st.log else "",
             "result reused from the cache" if st.status == CACHED else "") if x)
-        status = st.status if st.status in (PASS, FAIL, SKIP, CACHED, CRASH) else FAIL
+        status = SKIP if st.status == PENDING else \
+            st.status if st.status in (PASS, FAIL, SKIP, CACHED, CRASH) else FAIL
         text = "\n".join(x for x in (st.summary, f"log: {st.log}" if st.log else "", repro) if x)
         _case_el(suite, f"{cls}.stage", st.stage, status, message=st.summary or st.status,
                  text=text, seconds=st.seconds, out=out if status not in (FAIL, CRASH) else "")
@@ -303,7 +306,7 @@ def mutants_junit_xml(mutants: list[R.MutantResult]) -> bytes:
     for topic in mutation_scores(mutants):
         suite = _suite_el(root, f"mutate.{topic}")
         for x in (y for y in mutants if y.topic == topic):
-            status = {R.CAUGHT: PASS, R.SURVIVED: FAIL}.get(x.status, CRASH)
+            status = {R.CAUGHT: PASS, R.SURVIVED: FAIL, PENDING: SKIP}.get(x.status, CRASH)
             msg = {R.SURVIVED: f"survived: {x.name}", R.INVALID: f"invalid: {x.summary}"}.get(
                 x.status, "")
             text = f"Breaks: {x.breaks}\nCaught-by: {x.caught_by}\n{x.summary}"
@@ -315,10 +318,13 @@ def mutants_junit_xml(mutants: list[R.MutantResult]) -> bytes:
 
 def mutation_lines(report: R.Report) -> list[str]:
     """The mutation score per topic, then one line per mutant not caught."""
+    waiting = {t: sum(x.topic == t and x.status == PENDING for x in report.mutants)
+               for t in mutation_scores(report.mutants)}
     lines = [f"mutation score {topic}: {c}/{n} caught"
+             + (f" ({waiting[topic]} pending)" if waiting[topic] else "")
              for topic, (c, n) in mutation_scores(report.mutants).items()]
     for x in report.mutants:
-        if x.status != R.CAUGHT:
+        if x.status not in (R.CAUGHT, PENDING):
             lines.append(f"{x.topic}: mutant {x.name} {x.status.upper()}: {x.summary}")
     return lines
 
@@ -331,14 +337,15 @@ def _mutants_html(report: R.Report) -> list[str]:
          "that the topic's tests must catch.</p>",
          "<table><tr><th>topic</th><th>caught</th><th>score</th></tr>"]
     for topic, (c, n) in mutation_scores(report.mutants).items():
-        st = PASS if c == n else FAIL
+        waiting = any(x.topic == topic and x.status == PENDING for x in report.mutants)
+        st = PASS if c == n else PENDING if waiting else FAIL
         h.append(f"<tr><td>{_e(topic)}</td>{_status_cell(st, f'{c}/{n}')}"
                  f"<td>{_e(f'{100 * c // n}%' if n else '-')}</td></tr>")
     h.append("</table>")
     h.append("<table><tr><th>mutant</th><th>status</th><th>breaks</th><th>caught by</th>"
              "<th>result</th></tr>")
     for x in report.mutants:
-        st = {R.CAUGHT: PASS, R.SURVIVED: FAIL}.get(x.status, CRASH)
+        st = {R.CAUGHT: PASS, R.SURVIVED: FAIL, PENDING: PENDING}.get(x.status, CRASH)
         h.append(f"<tr><td>{_e(x.topic)}/{_e(x.name)}</td>"
                  f"{_status_cell(st, x.status + (' (cached)' if x.cached else ''), x.log)}"
                  f"<td>{_e(x.breaks)}</td><td><code>{_e(x.caught_by)}</code></td>"
@@ -352,7 +359,8 @@ def _mutants_html(report: R.Report) -> list[str]:
 _CSS = """
 :root { --pass:#1a7f37; --pass-bg:#dafbe1; --fail:#cf222e; --fail-bg:#ffebe9;
   --skip:#57606a; --skip-bg:#eaeef2; --cached:#0969da; --cached-bg:#ddf4ff;
-  --crash:#8250df; --crash-bg:#fbefff; --none:#8c959f; --none-bg:#ffffff; }
+  --crash:#8250df; --crash-bg:#fbefff; --none:#8c959f; --none-bg:#ffffff;
+  --pending:#9a6700; --pending-bg:#fff8c5; }
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 72em;
   padding: 0 1em; color: #1f2328; }
 h1 { font-size: 1.5em; margin-bottom: .2em; } h2 { margin-top: 2em;
@@ -369,6 +377,7 @@ table.matrix td, table.matrix th { white-space: nowrap; }
 .cached { color: var(--cached); background: var(--cached-bg); }
 .crash { color: var(--crash); background: var(--crash-bg); }
 .none { color: var(--none); background: var(--none-bg); }
+.pending { color: var(--pending); background: var(--pending-bg); }
 td.st a { color: inherit; }
 .badge { display: inline-block; padding: 0 .5em; border-radius: .8em; font-weight: 600; }
 pre { background: #f6f8fa; border: 1px solid #d0d7de; padding: .5em; overflow-x: auto;
@@ -392,7 +401,7 @@ def _href(path: str) -> str:
 
 
 def _status_cell(status: str, text: str = "", href: str = "", title: str = "") -> str:
-    cls = status if status in (PASS, FAIL, SKIP, CACHED, CRASH) else "none"
+    cls = status if status in CELL_CLASSES else "none"
     label = _e(text or (status if status not in ("", "none") else "–"))
     if href:
         label = f'<a href="{_href(href)}">{label}</a>'
@@ -401,7 +410,7 @@ def _status_cell(status: str, text: str = "", href: str = "", title: str = "") -
 
 
 def _badge(status: str) -> str:
-    cls = status if status in (PASS, FAIL, SKIP, CACHED, CRASH) else "none"
+    cls = status if status in CELL_CLASSES else "none"
     return f'<span class="badge {cls}">{_e(status)}</span>'
 
 
@@ -466,7 +475,8 @@ def _matrix(report: R.Report, stages: list[str], dirs: dict[str, str]) -> list[s
         scanned = boot is not None and boot.status != SKIP
         row.append(_status_cell(FAIL if nf else PASS, text=ftext) if b.findings or scanned
                    else _status_cell("none", title="console not scanned"))
-        row.append(_status_cell(PASS if b.ok else FAIL, text="ok" if b.ok else "FAILED"))
+        row.append(_status_cell(PENDING, text="pending") if b.pending else
+                   _status_cell(PASS if b.ok else FAIL, text="ok" if b.ok else "FAILED"))
         row.append("</tr>")
         h.append("".join(row))
     h.append("</tbody></table>")

@@ -27,6 +27,8 @@ class Options:
     bisect: bool = False             # the build gates (ktopic check --bisect, --warnings)
     warnings: bool = False           # run per topic just before its build, which they block
     mutate: bool = False             # the mutation gate per topic, after its plain result
+    tiers: bool = False              # the main job's two tiers (runner/tiers.py)
+    first_verdict: bool = False      # with tiers: stop after the first (make verdict)
 
 
 # The main job's gates: what `ktopic ci --main-job` turns on (each is also

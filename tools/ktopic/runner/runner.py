@@ -57,6 +57,7 @@ from ktopic.report import report as rep
 from ktopic.runner.cachekeys import compute_keys
 from ktopic.runner import expect as expect_mod
 from ktopic.runner import mutate as mut
+from ktopic.runner import tiers
 from ktopic.runner.options import Options
 
 CI_STAGES = ("generate", "check", "build", "boot", "test", "expect")
@@ -595,30 +596,46 @@ def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_rep
         ctx = live if live is not None else _Null()
         with ctx, _steps(live, Path(wd.root)) as steps:
             runner = Runner(wd, m, out_dir, opts, live, steps)
-            mrunner = None
-            done: dict[int, R.BranchResult] = {}
-            bases = [t for t in targets if t.topic == BASE]
-            for t in bases:
-                done[id(t)] = runner.run(t)
             topics = list(dict.fromkeys(t.topic for t in targets
                                         if t.topic not in (BASE, INTEGRATION)))
-            costs = seeds.switch_costs(m, wd, topics) if len(topics) > 1 else {}
-            for t in main_order([t for t in targets if t.topic != BASE], costs):
-                done[id(t)] = br = runner.run(t)
-                if mutants.get(t.topic) and not t.variant and t.topic not in runner.gate_failed:
-                    mrunner = mrunner or runner.mutant_runner()
-                    got = mut.run_mutants(mrunner, t, br, mutants[t.topic],
-                                          use_cache=opts.use_cache)
-                    report.mutants += got
-                    if live is not None:
-                        live.update(t.branch, "mutants", *mut.verdict(got))
-            report.branches = [done[id(t)] for t in targets]
-            report.timing = steps.totals()
-            records = steps.steps_done()
+
+            def costs() -> dict[str, int]:     # once the base is built
+                return seeds.switch_costs(m, wd, topics) if len(topics) > 1 else {}
+            if opts.tiers:
+                tiers.run(runner, targets, lambda ts: main_order(ts, costs()), mutants,
+                          report, out_dir if write_report else None, live,
+                          opts.first_verdict)
+            else:
+                _run_in_order(runner, targets, mutants, costs, report, live)
+            return _finish(report, steps, out_dir, write_report)
+
+
+def _run_in_order(runner: Runner, targets: list[Target], mutants: dict, costs,
+                  report: R.Report, live) -> None:
+    """Each tree once, back to back (main_order), a topic's mutants right
+    after its plain result."""
+    mrunner = None
+    done: dict[int, R.BranchResult] = {}
+    for t in [t for t in targets if t.topic == BASE]:
+        done[id(t)] = runner.run(t)
+    for t in main_order([t for t in targets if t.topic != BASE], costs()):
+        done[id(t)] = br = runner.run(t)
+        if mutants.get(t.topic) and not t.variant and t.topic not in runner.gate_failed:
+            mrunner = mrunner or runner.mutant_runner()
+            got = mut.run_mutants(mrunner, t, br, mutants[t.topic],
+                                  use_cache=runner.opts.use_cache)
+            report.mutants += got
+            if live is not None:
+                live.update(t.branch, "mutants", *mut.verdict(got))
+    report.branches = [done[id(t)] for t in targets]
+
+
+def _finish(report: R.Report, steps: StepLog, out_dir: Path, write_report: bool) -> R.Report:
+    report.timing = steps.totals()
     if write_report:
         rep.write_all(report, out_dir)
         # Each step's time and compile count (a benchmark's floor: bench_mainjob.py).
-        write_atomic(out_dir / "steps.json", json.dumps(records, indent=1) + "\n")
+        write_atomic(out_dir / "steps.json", json.dumps(steps.steps_done(), indent=1) + "\n")
     return report
 
 
