@@ -262,7 +262,8 @@ def test_ci_command_prints_the_table(ci_clock, capsys, monkeypatch):
     monkeypatch.setattr(cmd_ci.common, "options_from_args", lambda args: Options(accel="tcg"))
 
     class Args:
-        gates_only = no_check = no_sanitizers = main_job = first_verdict = False
+        gates_only = no_check = no_sanitizers = main_job = first_verdict = no_attribute = False
+        attribute_boots = 12
         out = w.out
         branches = ["a"]
         workdir = None

@@ -50,6 +50,11 @@ def register(sub) -> None:
                    help="with --main-job: stop after its first tier (every branch built, "
                         "booted and tested, checkpatch and hygiene); the build gates, "
                         "mutants and sanitizer variants stay pending (make verdict)")
+    p.add_argument("--no-attribute", action="store_true",
+                   help="do not look for the first bad commit of a failing branch")
+    p.add_argument("--attribute-boots", type=int, default=12, metavar="N",
+                   help="boots at most to find a failing branch's first bad commit "
+                        "(default 12; when they run out, the range it narrowed is given)")
     p.add_argument("-o", "--out", type=Path, default=None,
                    help="output directory (default: out/ beside the manifest)")
     common.add_common(p)
@@ -92,6 +97,7 @@ def run(args) -> int:
     # The main job in two tiers: a first verdict, then its depth (runner/tiers.py).
     opts.tiers = args.main_job and not args.gates_only
     opts.first_verdict = args.first_verdict
+    opts.attribute = 0 if args.no_attribute else max(args.attribute_boots, 0)
     report = run_targets(m, common._workdir(args), opts, args.branches,
                          out_dir, write_report=True, use_live=True)
     print()

@@ -83,6 +83,9 @@ class BranchResult:
     repro: dict[str, str] = field(default_factory=dict)  # config, qemu, initramfs, toolchain
     same_as: str = ""                # branch whose results these are (same tree)
     variant: str = ""                # sanitizer build variant ("kcsan"), "" for the plain build
+    attribution: dict = field(default_factory=dict)   # its failure's first bad commit:
+                                     # commit, subject, patch, boots, skipped, other;
+                                     # or range and stopped (runner/attribute.py)
 
     def stage(self, name: str) -> StageResult | None:
         return next((s for s in self.stages if s.stage == name), None)

@@ -202,6 +202,15 @@ def _finding_text(f: R.Finding, log: str) -> str:
     return "\n".join([head, *f.lines])
 
 
+def _blame(b: R.BranchResult, message: str) -> str:
+    """A failing case's message, with the branch's first bad commit."""
+    a = b.attribution
+    if a.get("commit"):
+        where = a.get("patch") or a["commit"][:12]
+        return f"{message} (first bad: {where})"
+    return message
+
+
 def junit_xml(b: R.BranchResult) -> bytes:
     """The JUnit XML document of one branch.
 
@@ -222,7 +231,9 @@ def junit_xml(b: R.BranchResult) -> bytes:
         status = SKIP if st.status == PENDING else \
             st.status if st.status in (PASS, FAIL, SKIP, CACHED, CRASH) else FAIL
         text = "\n".join(x for x in (st.summary, f"log: {st.log}" if st.log else "", repro) if x)
-        _case_el(suite, f"{cls}.stage", st.stage, status, message=st.summary or st.status,
+        _case_el(suite, f"{cls}.stage", st.stage, status,
+                 message=_blame(b, st.summary or st.status) if status == FAIL else
+                 st.summary or st.status,
                  text=text, seconds=st.seconds, out=out if status not in (FAIL, CRASH) else "")
         _count(suite)
 
@@ -242,7 +253,7 @@ def junit_xml(b: R.BranchResult) -> bytes:
                          out=_finding_text(f, log))
             else:
                 _case_el(suite, f"{cls}.console", name, FAIL,
-                         message=f"{f.kind}: {f.message}", text=text)
+                         message=_blame(b, f"{f.kind}: {f.message}"), text=text)
         _count(suite)
 
     for s in b.suites:
@@ -251,8 +262,9 @@ def junit_xml(b: R.BranchResult) -> bytes:
             text = "\n".join(c.log)
             if c.status in (FAIL, CRASH):
                 text = text + ("\n\n" if text else "") + repro
+            msg = f"{s.name}.{c.name} {c.status}"
             _case_el(suite, f"{cls}.{s.name}", c.name, c.status,
-                     message=f"{s.name}.{c.name} {c.status}", text=text)
+                     message=_blame(b, msg) if c.status in (FAIL, CRASH) else msg, text=text)
         if not s.cases or (s.status in (FAIL, CRASH) and
                            not any(c.status in (FAIL, CRASH) for c in s.cases)):
             # A suite that failed or crashed on its own (before or after its
@@ -476,11 +488,24 @@ def _matrix(report: R.Report, stages: list[str], dirs: dict[str, str]) -> list[s
         row.append(_status_cell(FAIL if nf else PASS, text=ftext) if b.findings or scanned
                    else _status_cell("none", title="console not scanned"))
         row.append(_status_cell(PENDING, text="pending") if b.pending else
-                   _status_cell(PASS if b.ok else FAIL, text="ok" if b.ok else "FAILED"))
+                   _status_cell(PASS if b.ok else FAIL, text="ok" if b.ok else "FAILED")
+                   .replace("</td>", _first_bad_html(b, anchor) + "</td>"))
         row.append("</tr>")
         h.append("".join(row))
     h.append("</tbody></table>")
     return h
+
+
+def _first_bad_html(b: R.BranchResult, anchor: str) -> str:
+    """The matrix cell's line naming the failure's first bad commit, which
+    links to the branch's reproduce block."""
+    a = b.attribution
+    if not a.get("commit") and not a.get("range"):
+        return ""
+    what = a.get("patch") or a.get("commit", "")[:12] or \
+        f"one of {len(a['range'])} commits"
+    return (f'<br><a class="first-bad" href="#{_e(anchor)}-repro">'
+            f"first bad: {_e(what)}</a>")
 
 
 def _legend() -> str:
@@ -551,7 +576,9 @@ def _branch_section(b: R.BranchResult, stages: list[str], anchor: str,
                     h.append("</div>")
 
     if not b.ok or any(st.status == FAIL for st in b.stages):
-        h.append("<h3>Reproduce</h3>" + _repro_html(b, out_dir))
+        h.append(f'<h3 id="{_e(anchor)}-repro">Reproduce</h3>' + _repro_html(b, out_dir))
+        if b.attribution:
+            h.append(f"<p>{_e(attribution_line(b))}</p>")
     elif b.repro:
         h.append("<details><summary>Reproduce</summary>" + _repro_html(b, out_dir)
                  + "</details>")
@@ -687,7 +714,15 @@ def failure_lines(report: R.Report) -> list[str]:
                     lines.append(f"{b.branch}: {s.name}.{c.name} {c.status}")
         for s in suites_broken_alone(b):
             lines.append(f"{b.branch}: suite {s.name} {s.status}")
+        if b.attribution:
+            lines.append(attribution_line(b))
     return lines
+
+
+def attribution_line(b: R.BranchResult) -> str:
+    """"<branch>: first bad commit <id> ("<subject>", <patch>) after N boot(s)"."""
+    from ktopic.runner.attribute import line
+    return line(b.branch, b.attribution)
 
 
 def print_report(report: R.Report, console=None) -> None:

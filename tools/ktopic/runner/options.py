@@ -28,6 +28,7 @@ class Options:
     warnings: bool = False           # run per topic just before its build, which they block
     mutate: bool = False             # the mutation gate per topic, after its plain result
     tiers: bool = False              # the main job's two tiers (runner/tiers.py)
+    attribute: int = 12              # boots to find a failure's first bad commit; 0: none
     first_verdict: bool = False      # with tiers: stop after the first (make verdict)
 
 

@@ -56,6 +56,7 @@ from ktopic.plumbing.gitutil import Git
 from ktopic.report import report as rep
 from ktopic.runner.cachekeys import compute_keys
 from ktopic.runner import expect as expect_mod
+from ktopic.runner import attribute
 from ktopic.runner import mutate as mut
 from ktopic.runner import tiers
 from ktopic.runner.options import Options
@@ -192,6 +193,14 @@ class Runner:
             self.note(t, s, SKIP, why)
         return br
 
+    def attribute(self, t: Target, br: R.BranchResult) -> None:
+        """A failing branch's first bad commit, into br.attribution."""
+        if not self.opts.attribute or not attribute.wanted(t, br):
+            return
+        with self.steps.step(t.branch, "attribute", "first bad commit"):
+            br.attribution = attribute.first_bad(self, t, br, self.opts.attribute)
+        self.note(t, "attribute", FAIL, attribute.line(t.branch, br.attribution))
+
     def mutant_runner(self) -> "Runner":
         """A runner whose outputs go to <out>/mutants/ (what `ktopic mutate`
         writes), sharing this one's steps and base findings."""
@@ -221,6 +230,21 @@ class Runner:
                 self.note(t, s, SKIP, "gates only")
             return br
 
+        return self._build_and_boot(t, br, t0)
+
+    def run_commit(self, t: Target, commit: str, label: str) -> R.BranchResult:
+        """t at another of its commits, under the name label: built in t's
+        build directory, booted with t's tests, cached like any result
+        (runner/attribute.py probes with it)."""
+        pt = dataclasses.replace(t, branch=label, git_branch=t.git_branch or t.branch,
+                                 commit=commit, tree=Git(self.git_dir).tree_of(commit))
+        compute_keys(pt, self.qemu_dir, self.opts)
+        br = R.BranchResult(branch=label, topic=t.topic, variant=t.variant, head=commit,
+                            tree=pt.tree, config_hash=kconfig.fragment_hash(t.fragments))
+        br.stages.append(R.StageResult("generate", PASS, 0.0, f"commit {commit[:12]}"))
+        return self._build_and_boot(pt, br, time.monotonic())
+
+    def _build_and_boot(self, t: Target, br: R.BranchResult, t0: float) -> R.BranchResult:
         # Same tree, config and qemu inputs as a branch already done in this run.
         if t.key in self.results:
             return self._same_as(t, br, self.results[t.key])
@@ -620,6 +644,7 @@ def _run_in_order(runner: Runner, targets: list[Target], mutants: dict, costs,
         done[id(t)] = runner.run(t)
     for t in main_order([t for t in targets if t.topic != BASE], costs()):
         done[id(t)] = br = runner.run(t)
+        runner.attribute(t, br)
         if mutants.get(t.topic) and not t.variant and t.topic not in runner.gate_failed:
             mrunner = mrunner or runner.mutant_runner()
             got = mut.run_mutants(mrunner, t, br, mutants[t.topic],

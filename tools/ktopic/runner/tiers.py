@@ -120,10 +120,13 @@ class Tiers:
         self.say("tier 2: build gates, mutants, sanitizer variants")
         mrunner = None
         for t in order:
+            if t.topic == INTEGRATION:
+                r.attribute(t, self.done[id(t)])
             if t.topic in (BASE, INTEGRATION):
                 continue
             if r.opts.bisect or r.opts.warnings:
                 self.gates(t)
+            r.attribute(t, self.done[id(t)])
             if t.topic in r.gate_failed:    # as without tiers: no mutants for it
                 self.report.mutants = [x for x in self.report.mutants if x.topic != t.topic]
             elif mutants.get(t.topic):
@@ -131,7 +134,8 @@ class Tiers:
                 self.mutants(t, mutants[t.topic], mrunner)
             self.publish(targets)
         for t in variants:
-            self.done[id(t)] = r.run(t)
+            self.done[id(t)] = br = r.run(t)
+            r.attribute(t, br)
             self.publish(targets)
 
 
