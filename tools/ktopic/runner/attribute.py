@@ -18,6 +18,11 @@ from ktopic.model.results import CRASH, FAIL
 from ktopic.model.targets import BASE, INTEGRATION, Target
 
 MAX_BOOTS = 12
+# Commits made for a probe (runner/pairs.py): fixed, so that they are
+# the same commits, and so the same cached results, every time.
+PROBE_ENV = {"GIT_AUTHOR_NAME": "ktopic", "GIT_AUTHOR_EMAIL": "ktopic@localhost",
+             "GIT_COMMITTER_NAME": "ktopic", "GIT_COMMITTER_EMAIL": "ktopic@localhost",
+             "GIT_AUTHOR_DATE": "@0 +0000", "GIT_COMMITTER_DATE": "@0 +0000"}
 LOAD_KINDS = {"timeout", "silence", "qemu", "incomplete"}
 
 
@@ -111,13 +116,19 @@ def first_bad(runner, t: Target, head: R.BranchResult, bound: int = MAX_BOOTS) -
         return {"error": p.error or "no commits of its own"}
     b = Bisection(runner, t, head, p.commits, bound)
     good, bad = b.run()
-    sha, subject = p.commits[bad]
-    out = {"boots": b.boots, "skipped": b.skipped, "other": b.other}
+    return verdict(runner.m, t.topic, p.commits, good, bad, b, b.boots, bound)
+
+
+def verdict(m, topic: str, commits, good: int, bad: int, b: Bisection, boots: int,
+            bound: int) -> dict:
+    """What a bisection over commits (oldest first) found."""
+    sha, subject = commits[bad]
+    out = {"boots": boots, "skipped": b.skipped, "other": b.other}
     if bad - good == 1:
-        out.update(commit=sha, subject=subject, patch=patch_file(runner.m, t.topic, subject))
+        out.update(commit=sha, subject=subject, patch=patch_file(m, topic, subject))
     else:
-        out["range"] = [c for c, _ in p.commits[good + 1:bad + 1]]
-        out["stopped"] = ("the bound of boots" if b.boots >= bound
+        out["range"] = [c for c, _ in commits[good + 1:bad + 1]]
+        out["stopped"] = ("the bound of boots" if boots >= bound
                           else "commits that do not build")
     return out
 
@@ -131,11 +142,12 @@ def wanted(t: Target, br: R.BranchResult) -> bool:
 
 def line(branch: str, a: dict) -> str:
     """One line for the end of a run and the JUnit message."""
+    pair = f"fails with {' and '.join(a['topics'])} stacked alone; " if a.get("topics") else ""
     if a.get("commit"):
         where = f", {a['patch']}" if a.get("patch") else ""
-        text = f"first bad commit {a['commit'][:12]} (\"{a['subject']}\"{where})"
+        text = f"{pair}first bad commit {a['commit'][:12]} (\"{a['subject']}\"{where})"
     elif a.get("range"):
-        text = (f"first bad commit among {len(a['range'])}: {a['range'][0][:12]}.."
+        text = (f"{pair}first bad commit among {len(a['range'])}: {a['range'][0][:12]}.."
                 f"{a['range'][-1][:12]} (stopped by {a['stopped']})")
     else:
         return f"{branch}: no first bad commit: {a.get('error', 'unknown')}"

@@ -58,6 +58,7 @@ from ktopic.runner.cachekeys import compute_keys
 from ktopic.runner import expect as expect_mod
 from ktopic.runner import attribute
 from ktopic.runner import mutate as mut
+from ktopic.runner import pairs
 from ktopic.runner import tiers
 from ktopic.runner.options import Options
 
@@ -90,6 +91,7 @@ class Runner:
         # Per build variant ("" plain, "kcsan", ...): the base's finding signatures.
         self.base_sigs: dict[str, set[str]] = {}
         self.gate_failed: set[str] = set()   # topics whose build gates failed (not booted)
+        self.plain_results: dict[str, R.BranchResult] = {}   # topic -> its plain result
         self.host = bootmod.Host(self.root, opts.accel)
         self.allow = console_scan.load_allowlist(self.qemu_dir / "allowlist.yaml")
 
@@ -140,6 +142,12 @@ class Runner:
             t.topic not in (BASE, INTEGRATION)
 
     def run(self, t: Target) -> R.BranchResult:
+        br = self._run_checked(t)
+        if not t.variant:
+            self.plain_results[t.topic] = br
+        return br
+
+    def _run_checked(self, t: Target) -> R.BranchResult:
         if t.topic in self.gate_failed:
             return self._blocked(t, None, "the topic's gates failed")
         if self.gated(t):
@@ -194,11 +202,16 @@ class Runner:
         return br
 
     def attribute(self, t: Target, br: R.BranchResult) -> None:
-        """A failing branch's first bad commit, into br.attribution."""
+        """A failing branch's first bad commit, into br.attribution: for an
+        integration branch whose topics pass alone, the pair of topics
+        that fails and the commit in the later one (runner/pairs.py)."""
         if not self.opts.attribute or not attribute.wanted(t, br):
             return
         with self.steps.step(t.branch, "attribute", "first bad commit"):
-            br.attribution = attribute.first_bad(self, t, br, self.opts.attribute)
+            found = None
+            if pairs.wanted(self, t, self.plain_results):
+                found = pairs.find(self, t, br, self.opts.attribute)
+            br.attribution = found or attribute.first_bad(self, t, br, self.opts.attribute)
         self.note(t, "attribute", FAIL, attribute.line(t.branch, br.attribution))
 
     def mutant_runner(self) -> "Runner":
