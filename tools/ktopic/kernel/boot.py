@@ -134,10 +134,6 @@ class BootResult:
     message: str = ""
     qemu_stderr: list[str] = field(default_factory=list)
 
-    @property
-    def completed(self) -> bool:
-        return self.status == "done"
-
 
 def _die_with_parent() -> None:
     """In the child before exec: SIGKILL when ktopic dies, even by SIGKILL

@@ -29,7 +29,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -406,19 +405,3 @@ def build(root: Path, git_dir: Path, req: BuildRequest) -> BuildResult:
             return res
     res.ok = True
     return res
-
-
-def main(argv: list[str]) -> int:
-    """Development entry: build.py ROOT GIT_DIR COMMIT NAME FRAGMENT... (no manifest)."""
-    root, git_dir, commit, name, *frags = argv
-    res = build(Path(root), Path(git_dir),
-                BuildRequest(name=name, commit=commit, base=None,
-                             fragments=[Path(f) for f in frags]))
-    print(f"{name}: {'ok' if res.ok else 'FAILED: ' + res.error} in {res.seconds:.1f}s")
-    for d in res.details:
-        print("   ", d)
-    return 0 if res.ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -121,9 +121,3 @@ def probe(workdir_root: Path, timeout: float = 5.0, refresh: bool = False) -> Pr
             res = ProbeResult("tcg", False, f"KVM does not work: {why}", secs, key)
     cache.put("kvm-probe", asdict(res))
     return res
-
-
-if __name__ == "__main__":
-    import sys
-    root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")
-    print(probe(root, refresh=True))

@@ -13,7 +13,6 @@ from ktopic.errors import KtopicError
 from ktopic.model import branchspec
 from ktopic.model.branchspec import BASE, INTEGRATION, BranchSpec  # noqa: F401 (re-exported)
 
-SANITIZERS = ("kasan", "kcsan")      # build variants: qemu/configs/<name>.config
 
 
 def variant_branch(branch: str, variant: str) -> str:

@@ -34,6 +34,8 @@ and out/index.html.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import dataclasses
 import json
 import re
@@ -160,7 +162,7 @@ class Runner:
         with self.steps.step(t.branch, "check", "check (checkpatch, hygiene)"):
             st, details = check.check_branch(self.m, self.wd, t.topic, self.out_dir)
         self.note(t, "check", st.status, st.summary)
-        br = R.branch_from_dict(dataclasses.asdict(br))
+        br = copy.deepcopy(br)
         br.stages.insert(1, st)
         if st.status == FAIL:
             br.findings += details["findings"]
@@ -179,7 +181,7 @@ class Runner:
         if st.status == FAIL:
             self.gate_failed.add(t.topic)
             return self._blocked(t, st, "a gate failed", details["findings"])
-        br = R.branch_from_dict(dataclasses.asdict(self._run(t)))
+        br = copy.deepcopy(self._run(t))
         br.stages.insert(1, st)
         return br
 
@@ -286,15 +288,15 @@ class Runner:
         return br
 
     def _same_as(self, t: Target, br: R.BranchResult, other: R.BranchResult) -> R.BranchResult:
-        copy = R.branch_from_dict(dataclasses.asdict(other))
-        copy.branch, copy.topic, copy.head = t.branch, t.topic, t.commit
-        copy.same_as = other.same_as or other.branch
-        copy.stages = [br.stage("generate")] + [s for s in copy.stages if s.stage != "generate"]
-        for s in copy.stages[1:]:
-            s.summary = f"same as {copy.same_as}" + (f": {s.summary}" if s.summary else "")
-            self.note(t, s.stage, s.status, f"same as {copy.same_as}")
+        dup = copy.deepcopy(other)
+        dup.branch, dup.topic, dup.head = t.branch, t.topic, t.commit
+        dup.same_as = other.same_as or other.branch
+        dup.stages = [br.stage("generate")] + [s for s in dup.stages if s.stage != "generate"]
+        for s in dup.stages[1:]:
+            s.summary = f"same as {dup.same_as}" + (f": {s.summary}" if s.summary else "")
+            self.note(t, s.stage, s.status, f"same as {dup.same_as}")
         self._copy_outputs(other.branch, t)
-        return copy
+        return dup
 
     def _copy_outputs(self, from_branch: str, t: Target) -> None:
         src = self.out_dir / rep.branch_dir(from_branch)
@@ -630,7 +632,7 @@ def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_rep
             raise Failure(f"no work repository at {wd.git_dir}: run ktopic import-base "
                           "and ktopic generate first")
         live = rep.LiveTable([t.branch for t in targets], stages=CI_STAGES) if use_live else None
-        ctx = live if live is not None else _Null()
+        ctx = live if live is not None else contextlib.nullcontext()
         with ctx, _steps(live, Path(wd.root)) as steps:
             runner = Runner(wd, m, out_dir, opts, live, steps)
             topics = list(dict.fromkeys(t.topic for t in targets
@@ -688,11 +690,3 @@ def _steps(live, root: Path) -> StepLog:
     def say(text: str) -> None:
         live.console.print(text, markup=False, highlight=False, soft_wrap=True)
     return StepLog(say=say, edges=False, ccache=cc)
-
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
