@@ -53,6 +53,13 @@ def missing(part: str, how: str):
     pytest.skip(f"missing {part}: {how}")
 
 
+def variants_table(qemu_dir: Path) -> Path:
+    """qemu_dir with the project's table of build variants (qemu/variants.yaml)."""
+    qemu_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(REPO / "qemu" / "variants.yaml", qemu_dir / "variants.yaml")
+    return qemu_dir
+
+
 needs_b4 = pytest.mark.skipif(shutil.which("b4") is None,
                               reason="missing b4: apt-get install b4 (make deps)")
 
@@ -395,6 +402,7 @@ def project(tmp_path, tarball, patches_text) -> Project:
         (root / "patches" / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / "patches" / rel).write_text(text)
     (root / "branches.yaml").write_text(MANIFEST.format(ident=IDENT, tarball=tarball))
+    variants_table(root / "qemu")
     return Project(root, tarball)
 
 

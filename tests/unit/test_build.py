@@ -133,7 +133,7 @@ def test_kernel_modules_from_modules_order(tmp_path):
 
 def test_build_dir_name():
     assert build.build_dir_name("topic/mm") == "topic_mm"
-    assert build.build_dir_name("for-next", True) == "for-next-kasan"
+    assert build.build_dir_name("for-next", "kasan") == "for-next-kasan"
     assert build.build_dir_name("topic/mm", "kcsan") == "topic_mm-kcsan"
 
 

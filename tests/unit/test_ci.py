@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ktopic.kernel import boot as bootmod  # noqa: E402
 from ktopic.kernel import build as buildmod  # noqa: E402
 from ktopic.model import targets as T  # noqa: E402
+from conftest import variants_table  # noqa: E402
 from ktopic.runner import cachekeys  # noqa: E402
 from ktopic.runner.options import Options  # noqa: E402
 from ktopic.runner.runner import Runner  # noqa: E402
@@ -92,7 +93,7 @@ def test_targets_from_manifest(tmp_path):
     assert by["fs"].fragments == [base_cfg, q / "configs/locking.config", q / "configs/fs.config"]
     assert by["integration"].kunit == ["six"] and by["integration"].programs == ["tmpfile"]
     assert by["integration"].modules == ["six_mod"] and by["integration"].cmdline == "x=1"
-    kasan = T.targets_from_manifest(m, q, kasan=True)
+    kasan = T.targets_from_manifest(m, variants_table(q), "kasan")
     assert all(t.fragments[-1] == q / "configs/kasan.config" for t in kasan)
 
 

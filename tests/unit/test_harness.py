@@ -20,6 +20,8 @@ from ktopic.kernel import console_scan, initramfs  # noqa: E402
 from ktopic.model import manifest  # noqa: E402
 from ktopic.model import results as R  # noqa: E402
 from ktopic.model import targets as T  # noqa: E402
+from ktopic.model import variants  # noqa: E402
+from conftest import variants_table  # noqa: E402
 from ktopic.runner import cachekeys  # noqa: E402
 from ktopic.runner import expect as X  # noqa: E402
 from ktopic.runner.options import Options  # noqa: E402
@@ -143,7 +145,7 @@ def test_sanitizer_variants(tmp_path):
     m = fake_manifest(tmp_path, [topic("a", sanitizers=["kcsan"], expect=[e]), topic("b")])
     plain = T.targets_from_manifest(m, tmp_path)
     assert [t.branch for t in plain] == ["base", "topic/a", "topic/b", "for-next"]
-    ts = T.targets_from_manifest(m, tmp_path, sanitizers=True)
+    ts = T.targets_from_manifest(m, variants_table(tmp_path), sanitizers=True)
     assert [t.branch for t in ts] == ["base", "topic/a", "topic/b", "for-next",
                                       "base+kcsan", "topic/a+kcsan", "for-next+kcsan"]
     v = {t.branch: t for t in ts}
@@ -175,7 +177,7 @@ def test_a_branch_is_selected_by_any_of_its_names(tmp_path):
     """The integration branch's name runs what "integration" runs (its
     sanitizer variants too), a topic's branch what the topic runs."""
     m = fake_manifest(tmp_path, [topic("a", sanitizers=["kcsan"]), topic("b")])
-    ts = T.targets_from_manifest(m, tmp_path, sanitizers=True)
+    ts = T.targets_from_manifest(m, variants_table(tmp_path), sanitizers=True)
 
     def sel(*names):
         return [t.branch for t in T.select(ts, list(names))]
@@ -189,11 +191,13 @@ def test_a_branch_is_selected_by_any_of_its_names(tmp_path):
 
 def test_whole_run_kcsan(tmp_path):
     m = fake_manifest(tmp_path, [topic("a", sanitizers=["kcsan"])])
-    ts = T.targets_from_manifest(m, tmp_path, kcsan=True, sanitizers=True)
+    ts = T.targets_from_manifest(m, variants_table(tmp_path), "kcsan", sanitizers=True)
     assert [t.branch for t in ts] == ["base", "topic/a", "for-next"]
     assert all(t.variant == "kcsan" and t.fragments[-1].name == "kcsan.config" for t in ts)
-    with pytest.raises(KtopicError, match="cannot be combined"):
-        T.targets_from_manifest(m, tmp_path, kasan=True, kcsan=True)
+    with pytest.raises(KtopicError, match="--kasan and --kcsan cannot be combined"):
+        variants.check_together(tmp_path, ["kasan", "kcsan"])
+    with pytest.raises(KtopicError, match=r"no variant 'kasan2' \(variants: kasan, kcsan, ubsan"):
+        T.targets_from_manifest(m, tmp_path, "kasan2")
 
 
 def test_kcsan_config_asks_for_no_kasan():

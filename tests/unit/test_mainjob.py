@@ -32,6 +32,7 @@ from ktopic.report import report as rep  # noqa: E402
 from ktopic.runner import mutate as mut  # noqa: E402
 from ktopic.runner.options import MAIN_JOB_GATES, Options  # noqa: E402
 
+from conftest import variants_table  # noqa: E402
 from test_ci import ENV, console, fake_kernel, manifest, topic  # noqa: E402
 from test_ktap import parser  # noqa: E402,F401  (fixture)
 
@@ -85,6 +86,7 @@ def job(tmp_path, monkeypatch, parser):  # noqa: F811
         (repo / "qemu" / d).mkdir(parents=True)
     (repo / "qemu/configs/base.config").write_text("CONFIG_A=y\n")
     (repo / "qemu/configs/kcsan.config").write_text("CONFIG_KCSAN=y\n")
+    variants_table(repo / "qemu")
     (repo / "qemu/init/init.c").write_text("int main(){}\n")
     (repo / "qemu/mutants/a/0001-f-again.patch").write_text(MUTANT)
     m = manifest(tmp_path, [topic("a", kunit=["suite_a"]),

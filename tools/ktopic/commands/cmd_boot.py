@@ -25,7 +25,7 @@ def run_boot(args) -> int:
     opts = common.options_from_args(args)
     opts.use_cache = False
     out_dir = Path(m.root) / "out"
-    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan, opts.kcsan),
+    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.variant),
                      names)
     report = R.Report(base_version=m.base.version)
     with wd.lock():

@@ -20,11 +20,12 @@ def run_build(args) -> int:
     m = common._manifest(args)
     wd = common._workdir(args)
     names = common._names(args)
-    targets = targets_from_manifest(m, Path(m.root) / "qemu", args.kasan, args.kcsan)
+    variant = common.variant_of(args)
+    targets = targets_from_manifest(m, Path(m.root) / "qemu", variant)
     targets = [t for t in select(targets, names) if names or t.topic != BASE]
     if names and BASE not in names:
         targets = [t for t in targets if t.topic != BASE]
-    opts = Options(kasan=args.kasan, kcsan=args.kcsan, jobs=args.jobs)
+    opts = Options(variant=variant, jobs=args.jobs)
     bad = 0
     with wd.lock():
         runner = Runner(wd, m, Path(m.root) / "out", opts)

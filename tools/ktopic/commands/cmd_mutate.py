@@ -63,7 +63,7 @@ def run(args) -> int:
     # --no-cache is about the mutants: the base's and the branch's own results
     # are ktopic ci's, cached by the same keys.
     opts.use_cache = opts.base_cache = True
-    targets = targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan, opts.kcsan)
+    targets = targets_from_manifest(m, Path(m.root) / "qemu", opts.variant)
     base = next(t for t in targets if t.topic == BASE)
     results: list[R.MutantResult] = []
 
@@ -76,7 +76,7 @@ def run(args) -> int:
         for topic in topics:
             if not mutants[topic]:
                 continue
-            # The run's own variant (--kasan, --kcsan, or none): never a
+            # The run's own variant (--variant, or none): never a
             # sanitizer row the manifest adds beside a plain run.
             t = next(x for x in select(targets, [topic])
                      if x.topic == topic and x.variant == base.variant)

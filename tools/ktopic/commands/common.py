@@ -7,8 +7,10 @@ options and branch arguments."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ktopic.errors import KtopicError
-from ktopic.model import manifest
+from ktopic.model import manifest, variants
 from ktopic.model.workdir import Workdir
 from ktopic.runner.options import Options
 
@@ -31,22 +33,33 @@ def series(args) -> tuple[manifest.Manifest, Workdir, str]:
 
 def options_from_args(args) -> Options:
     no_cache = getattr(args, "no_cache", False)
-    if args.kasan and getattr(args, "kcsan", False):
-        raise KtopicError("--kasan and --kcsan cannot be combined (6.1's KCSAN depends on !KASAN)")
     return Options(smp=args.smp, memory=args.memory, accel=args.accel, timeout=args.timeout,
-                   silence=args.silence, kasan=args.kasan, kcsan=getattr(args, "kcsan", False),
+                   silence=args.silence, variant=variant_of(args),
                    use_cache=not no_cache,
                    base_cache=not no_cache, jobs=args.jobs,
                    check=not getattr(args, "no_check", True),
                    build=not getattr(args, "gates_only", False))
 
 
+def variant_of(args) -> str:
+    """The run's build variant: --variant NAME, or --kasan / --kcsan (its
+    shorthands), checked against qemu/variants.yaml."""
+    asked = [v for v in (args.variant, "kasan" * args.kasan, "kcsan" * args.kcsan) if v]
+    if not asked:
+        return ""
+    qemu = Path(args.manifest).resolve().parent / "qemu"
+    variants.check_together(qemu, list(dict.fromkeys(asked)))
+    if len(set(asked)) > 1:
+        raise KtopicError(f"one build variant at a time: {', '.join(dict.fromkeys(asked))}")
+    return variants.get(qemu, asked[0]).name
+
+
 def add_common(p, boot_opts: bool = True) -> None:
-    p.add_argument("--kasan", action="store_true",
-                   help="add qemu/configs/kasan.config (slower; separate build directories)")
-    p.add_argument("--kcsan", action="store_true",
-                   help="add qemu/configs/kcsan.config (data-race detector; separate build "
-                        "directories; not with --kasan)")
+    p.add_argument("--variant", default="", metavar="NAME",
+                   help="build every branch with qemu/configs/NAME.config, in build "
+                        "directories of its own (the names: qemu/variants.yaml)")
+    p.add_argument("--kasan", action="store_true", help="--variant kasan")
+    p.add_argument("--kcsan", action="store_true", help="--variant kcsan")
     p.add_argument("-j", "--jobs", type=int, default=0, help="make -j (default: nproc)")
     if boot_opts:
         p.add_argument("--smp", type=int, default=None,

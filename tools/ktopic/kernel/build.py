@@ -174,12 +174,10 @@ def _rebase_paths(top: Path, old: Path, new: Path) -> None:
                 os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
-def build_dir_name(branch: str, variant: bool | str = False) -> str:
-    """The O= directory name of a branch (one path component); a sanitizer
-    variant ("kasan", "kcsan"; True means "kasan") has its own."""
+def build_dir_name(branch: str, variant: str = "") -> str:
+    """The O= directory name of a branch (one path component); a build
+    variant ("kcsan") has its own."""
     name = re.sub(r"[^A-Za-z0-9._+-]", "_", branch).strip("_") or "_"
-    if variant is True:
-        variant = "kasan"
     return name + (f"-{variant}" if variant else "")
 
 

@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ktopic import stampcache
-from ktopic.model import branchspec, debversion, yamlpos
+from ktopic.model import branchspec, debversion, variants, yamlpos
 from ktopic.errors import KtopicError
 from ktopic.model.workdir import default_root
 
@@ -345,10 +345,11 @@ def load(path: Path | str, root: Path | None = None,
     stamps = stampcache.Store((Path(workdir).expanduser() if workdir else default_root()) / "validated",
                               "{key}")
     # The bytes validated, not the file read again: it may have changed since.
-    stamp = stampcache.key(raw, SCHEMA.read_bytes(), Path(__file__).read_bytes())
+    kinds = tuple(variants.load(root / "qemu"))     # the build variants there are
+    stamp = stampcache.key(raw, SCHEMA.read_bytes(), Path(__file__).read_bytes(), kinds)
     known = stamps.has(stamp)
     if not known:
-        _validate(data, name)
+        _validate(data, name, variant_names=kinds)
     m = _build(data, path, root, name, check_names=not known)
     m.workdir = workdir
     if not known:
@@ -433,11 +434,12 @@ def regex_problem(pattern: str, flags: int = 0) -> str | None:
     return None
 
 
-def _validate(data, name: str, schema: Path = SCHEMA) -> None:
+def _validate(data, name: str, schema: Path = SCHEMA, variant_names: tuple = ()) -> None:
     """JSON Schema validation (of the manifest, or of another YAML file of
     the project's that yamlpos loaded, by its own schema).  load()
     remembers a manifest that passed by content, so it is not validated
-    again (importing jsonschema alone costs more than a no-op generate)."""
+    again (importing jsonschema alone costs more than a no-op generate).
+    variant_names: what a topic's sanitizers: may name (qemu/variants.yaml)."""
     import jsonschema
 
     def ecma_pattern(validator, pattern, instance, schema):
@@ -451,7 +453,10 @@ def _validate(data, name: str, schema: Path = SCHEMA) -> None:
 
     cls = jsonschema.validators.extend(jsonschema.Draft202012Validator,
                                        {"pattern": ecma_pattern})
-    validator = cls(json.loads(schema.read_text()))
+    doc = json.loads(schema.read_text())
+    if variant_names:
+        doc["$defs"]["topic"]["properties"]["sanitizers"]["items"]["enum"] = list(variant_names)
+    validator = cls(doc)
     errors = sorted(validator.iter_errors(data),
                     key=lambda e: (yamlpos.line_of(data, list(e.absolute_path)) or 0))
     if errors:

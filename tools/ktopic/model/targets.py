@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktopic.errors import KtopicError
-from ktopic.model import branchspec
+from ktopic.model import branchspec, variants
 from ktopic.model.branchspec import BASE, INTEGRATION, BranchSpec  # noqa: F401 (re-exported)
 
 
@@ -74,21 +74,18 @@ class Target:
         return [] if self.variant else self.spec.expect
 
 
-def targets_from_manifest(m, qemu_dir: Path, kasan: bool = False,
-                          kcsan: bool = False, sanitizers: bool = False) -> list[Target]:
+def targets_from_manifest(m, qemu_dir: Path, variant: str = "",
+                          sanitizers: bool = False) -> list[Target]:
     """The base, every topic in dependency order, then the integration branch.
 
-    kasan/kcsan: every target is built with that sanitizer (one run, one
-    variant).  sanitizers: besides the plain targets, each topic that
+    variant: every target is built with that variant (qemu/variants.yaml;
+    one run, one variant).  sanitizers: besides the plain targets, each topic that
     declares `sanitizers:` (and the integration branch, when any of its
     topics does) gets a target per sanitizer, after the plain ones, and
     the base under that sanitizer first, for reference."""
-    if kasan and kcsan:
-        raise KtopicError("--kasan and --kcsan cannot be combined (6.1's KCSAN "
-                          "depends on !KASAN)")
     base_cfg = qemu_dir / "configs" / "base.config"
-    run_variant = "kasan" if kasan else "kcsan" if kcsan else ""
-    extra = [qemu_dir / "configs" / f"{run_variant}.config"] if run_variant else []
+    run_variant = variant
+    extra = [variants.get(qemu_dir, variant).config] if variant else []
     specs = branchspec.branches(m)
     out = [Target(s, [base_cfg, *s.fragments, *extra], run_variant) for s in specs]
     if sanitizers and not run_variant:
@@ -100,7 +97,7 @@ def targets_from_manifest(m, qemu_dir: Path, kasan: bool = False,
                 for v in s.sanitizers:
                     want.setdefault(v, []).append(s)
         for v, topics in want.items():
-            vcfg = qemu_dir / "configs" / f"{v}.config"
+            vcfg = variants.get(qemu_dir, v).config
             for s in [specs[0], *topics, specs[-1]]:
                 out.append(Target(s, [base_cfg, *s.fragments, vcfg], v,
                                   variant_branch(s.branch, v), s.branch))

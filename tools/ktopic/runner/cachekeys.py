@@ -47,7 +47,7 @@ def compute_keys(t: Target, qemu_dir: Path, opts: Options) -> None:
                   _files_hash([qemu_dir / "init", qemu_dir / "allowlist.yaml"]
                               if (qemu_dir / "allowlist.yaml").exists() else [qemu_dir / "init"]),
                   t.cmdline, t.kunit, t.programs, t.modules, opts.smp or t.smp, opts.memory,
-                  opts.kasan, t.variant, t.base_commit,
+                  t.variant, t.base_commit,
                   [(e.name, e.module, e.args, e.report, e.match) for e in t.expect],
                   _files_hash([qemu_dir / "modules" / e.module for e in t.expect]),
                   _files_hash([tool / f for f in TOOL_FILES if (tool / f).exists()]))

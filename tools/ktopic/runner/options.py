@@ -15,8 +15,7 @@ class Options:
     accel: str = "auto"              # auto | kvm | tcg
     timeout: float = 120.0           # reference seconds, scaled by machine speed
     silence: float = 30.0            # reference seconds, scaled by machine speed
-    kasan: bool = False
-    kcsan: bool = False
+    variant: str = ""                # the whole run's build variant (qemu/variants.yaml)
     sanitizers: bool = False         # also run the manifest's `sanitizers:` variants
     use_cache: bool = True
     base_cache: bool = True          # the base's result may come from the cache

@@ -52,6 +52,7 @@ from ktopic.kernel import build as buildmod
 from ktopic.kernel import console_scan, initramfs, kconfig, ktap, seeds
 from ktopic.kernel.steplog import StepLog, ccache_counter
 from ktopic.model import results as R
+from ktopic.model import variants
 from ktopic.model.results import CACHED, FAIL, PASS, SKIP
 from ktopic.model.targets import BASE, INTEGRATION, Target, select, targets_from_manifest
 from ktopic.plumbing.gitutil import Git
@@ -70,8 +71,6 @@ TEST_KINDS = {"missing_suite", "failed_case", "unreported_case"}
 # A branch's files in out/<branch-dir>/ (and in its cached result), besides
 # one expect-<name>.log per expectation boot.
 OUTPUTS = ("console.log", "build.log", "config")
-# Time-outs are multiplied by this for a sanitizer build (reference seconds).
-VARIANT_SLOWDOWN = {"kasan": 3.0, "kcsan": 3.0}
 
 
 class Runner:
@@ -446,7 +445,7 @@ class Runner:
               repro: dict | None = None, stop_at: re.Pattern[bytes] | None = None):
         """Boot one guest of target t and scan its console: (BootResult, text, findings)."""
         accel, why = self.host.accel()
-        scale = self.host.factor() * VARIANT_SLOWDOWN.get(t.variant, 1.0)
+        scale = self.host.factor() * variants.slowdown(self.qemu_dir, t.variant)
         smp = self.smp(t)
         req = bootmod.BootRequest(kernel=kernel, initrd=initrd, console=console,
                                   cmdline=cmdline, smp=smp, memory=self.opts.memory,
@@ -621,7 +620,7 @@ def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_rep
     lock, in main_order(); the report lists them in the manifest's order.
     With opts.mutate each topic's mutants (qemu/mutants/<topic>/) run
     right after its plain result, as `ktopic mutate` runs them."""
-    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.kasan, opts.kcsan,
+    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.variant,
                                            sanitizers=opts.sanitizers), names)
     # Parse every mutant first: a malformed one stops the run before any build.
     mutants = {t.topic: mut.load_mutants(Path(m.root) / "qemu" / "mutants", t.topic)
