@@ -23,6 +23,8 @@ ZERO = "0" * 40
 # Every ref this process moved, in transactions that were committed: an
 # interrupted command says whether any was.
 MOVED: list[str] = []
+# Variables every git process of this run gets (scratch_objects()).
+OVERLAY: dict[str, str] = {}
 
 
 class GitError(Failure):
@@ -45,6 +47,7 @@ def env(extra: dict | None = None, user_config: bool = False) -> dict:
         e["GIT_CONFIG_GLOBAL"] = os.devnull
         e["GIT_CONFIG_NOSYSTEM"] = "1"
     e["LC_ALL"] = "C"
+    e.update(OVERLAY)
     if extra:
         e.update(extra)
     return e
@@ -145,6 +148,20 @@ class Git:
                 MOVED.extend(ref for ref, _, _ in updates)
             raise
         MOVED.extend(ref for ref, _, _ in updates)
+
+
+@contextmanager
+def scratch_objects(git_dir: Path):
+    """Inside, git writes new objects to a temporary directory and reads
+    the work repository's as an alternate: a run that only looks (status
+    on a read-only work directory) writes nothing there."""
+    with tempfile.TemporaryDirectory(prefix="ktopic-scratch-objects-") as tmp:
+        OVERLAY.update(GIT_OBJECT_DIRECTORY=tmp,
+                       GIT_ALTERNATE_OBJECT_DIRECTORIES=str(Path(git_dir, "objects").resolve()))
+        try:
+            yield
+        finally:
+            OVERLAY.clear()
 
 
 @contextmanager
