@@ -4,7 +4,8 @@ Takes a git directory (and optionally a work tree); gives Git, whose
 run()/try_run() start every git process of the tool with one environment,
 and env() for the processes that stream (cat-file, fast-import, mailinfo).
 That environment leaves out the user's and the system's git configuration
-(GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_NOSYSTEM=1), so what git writes
+(GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_NOSYSTEM=1, no GIT_CONFIG_PARAMETERS
+nor GIT_CONFIG_COUNT), so what git writes
 depends on the inputs only; Git(..., user_config=True) keeps them, for
 the commands that act as the user (mail, pull requests).
 """
@@ -46,6 +47,11 @@ def env(extra: dict | None = None, user_config: bool = False) -> dict:
         # tool writes: hashes must not depend on the machine.
         e["GIT_CONFIG_GLOBAL"] = os.devnull
         e["GIT_CONFIG_NOSYSTEM"] = "1"
+        # `git -c` of a caller, and GIT_CONFIG_COUNT's pairs, are the
+        # user's configuration too.
+        for k in [k for k in e if k == "GIT_CONFIG_PARAMETERS" or k == "GIT_CONFIG_COUNT"
+                  or k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))]:
+            del e[k]
     e["LC_ALL"] = "C"
     e.update(OVERLAY)
     if extra:
