@@ -6,9 +6,7 @@ the patch file and in the commit, as generate keeps them."""
 
 import pytest
 
-from conftest import git_in
-from rebase_support import resolve_conflicts
-from test_rebase import NEW_DV, P2, newer, rebase, resolve
+from test_rebase import P2, newer, rebase, resolve
 
 NOTE = ("Tested: counter_30() returns 300 on a boot of the test kernel,\n"
         "1000 calls in 0.2 ms (QEMU TCG).\n")

@@ -5,8 +5,6 @@ line, exit status 2, never a RecursionError."""
 
 from __future__ import annotations
 
-import pytest
-
 N = 1500
 
 
