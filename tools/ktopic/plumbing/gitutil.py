@@ -12,6 +12,8 @@ the commands that act as the user (mail, pull requests).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import subprocess
 import tempfile
@@ -145,15 +147,87 @@ class Git:
                 lines.append(f"update {ref} {new} {old if old is not None else ZERO}")
         lines += ["prepare", "commit", ""]
         check_interrupted()         # an interrupt Python swallowed moves nothing either
+        refs = [ref for ref, _, _ in updates]
+        self.clear_stale_locks(refs)
         try:
-            self.run("update-ref", "-m", msg, "--stdin", input="\n".join(lines))
+            self._transaction(["update-ref", "-m", msg, "--stdin"], "\n".join(lines), refs)
         except BaseException:
             # Interrupted (or failed): the transaction may have been
             # committed all the same; what an interrupt says must be true.
             if all(self.ref(ref) == (None if new == ZERO else new) for ref, new, _ in updates):
-                MOVED.extend(ref for ref, _, _ in updates)
+                MOVED.extend(refs)
             raise
-        MOVED.extend(ref for ref, _, _ in updates)
+        MOVED.extend(refs)
+
+    # --- lock files a killed transaction leaves -------------------------------
+
+    @property
+    def _record(self) -> Path:
+        """Which refs a transaction of ours locks, and its git's process id,
+        while it runs: what a later run may clear once that process is gone."""
+        return self.git_dir / "ktopic-update-ref.json"
+
+    def _transaction(self, args: list[str], text: str, refs: list[str]) -> None:
+        p = subprocess.Popen(["git", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=self._env(None))
+        self._record.write_text(json.dumps({"pid": p.pid, "refs": refs}))
+        try:
+            _, err = p.communicate(text)
+        except BaseException:
+            # Let git finish (or abort at the end of its input) and remove
+            # its own locks: killing it mid-transaction would leave them.
+            with contextlib.suppress(OSError):
+                p.stdin.close()
+            try:
+                p.wait(timeout=30)
+            except BaseException:
+                p.kill()
+                raise
+            self._after(p.returncode, refs)
+            raise
+        self._after(p.returncode, refs)
+        if p.returncode != 0:
+            raise GitError(args, p.returncode, err)
+
+    def _after(self, returncode: int, refs: list[str]) -> None:
+        if returncode < 0:          # git was killed: its locks stay, it is gone
+            self._remove_locks(refs)
+        self._record.unlink(missing_ok=True)
+
+    def _remove_locks(self, refs: list[str]) -> None:
+        for f in [self.git_dir / (r + ".lock") for r in refs] + [self.git_dir / "packed-refs.lock"]:
+            f.unlink(missing_ok=True)
+
+    def clear_stale_locks(self, refs: list[str]) -> None:
+        """Remove the lock files a transaction of ours left when its git was
+        killed (its process gone); refuse in one line, naming them, when a
+        lock on one of refs is another's."""
+        try:
+            rec = json.loads(self._record.read_text())
+        except (OSError, ValueError):
+            rec = None
+        if isinstance(rec, dict) and not _alive(rec.get("pid")):
+            self._remove_locks([r for r in rec.get("refs", []) if isinstance(r, str)
+                                and ".." not in r and r.startswith("refs/")])
+            self._record.unlink(missing_ok=True)
+        locks = [str(f) for f in [self.git_dir / (r + ".lock") for r in refs]
+                 + [self.git_dir / "packed-refs.lock"] if f.exists()]
+        if locks:
+            raise Failure(f"lock file(s) of another git process on the refs to move: "
+                          f"{' '.join(locks)}; if no git runs on {self.git_dir}, a killed one "
+                          f"left them: remove them (rm {' '.join(locks)})")
+
+
+def _alive(pid) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @contextmanager
