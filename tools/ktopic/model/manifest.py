@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+import yaml
+
 from ktopic import stampcache
 from ktopic.model import branchspec, debversion, yamlpos
 from ktopic.errors import KtopicError
@@ -331,6 +333,27 @@ def debian_version_problem(version: str, check_ref: bool = True) -> str | None:
     return None
 
 
+def _moved_aside(root: Path, topic: str, name: str) -> str:
+    """Where an export killed while it moved files left this patch, said
+    after "does not exist"; "" when it is nowhere there."""
+    for d in sorted((root / "patches").glob("ktopic-export-*")):
+        if (d / "old" / name).is_file():
+            return (f": an interrupted export moved it to "
+                    f"{display_path(d / 'old' / name, root)}; `ktopic export {topic}` "
+                    f"puts it back")
+    return ""
+
+
+def listed_patches(path: Path, topic: str) -> list[str] | None:
+    """The patch files the manifest at path lists for topic, read without
+    validating the rest (None when it cannot be read so)."""
+    try:
+        t = yaml.safe_load(Path(path).read_text())["topics"][topic]
+        return [p if isinstance(p, str) else p["file"] for p in t.get("patches") or []]
+    except Exception:           # noqa: BLE001  (any manifest that is not so)
+        return None
+
+
 def is_patch_file(path: Path) -> str | None:
     """None when path looks like a git format-patch mail, else why not."""
     try:
@@ -562,7 +585,8 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
             if not full.is_relative_to(patches_dir):
                 raise terr(f"patch {rel!r} is outside the repository's patches/ directory", "patches", i)
             if not full.is_file():
-                raise terr(f"patch file {display_path(full, root)} does not exist", "patches", i)
+                raise terr(f"patch file {display_path(full, root)} does not exist"
+                           f"{_moved_aside(root, tname, full.name)}", "patches", i)
             why = is_patch_file(full)
             if why:
                 raise terr(f"{display_path(full, root)}: {why}", "patches", i)
