@@ -100,10 +100,31 @@ class Git:
     def tree_of(self, rev: str) -> str:
         return self.run("rev-parse", rev + "^{tree}").strip()
 
+    def check_objects(self, refs: dict[str, str], names: list[str]) -> None:
+        """Failure naming the first of the refs names whose object the
+        repository does not have (refs: name -> object, from refs())."""
+        want = [(n, refs[n]) for n in names if n in refs]
+        if not want:
+            return
+        out = self.run("cat-file", "--batch-check", input="".join(f"{o}\n" for _, o in want))
+        for (n, o), line in zip(want, out.splitlines()):
+            if line.endswith(" missing"):
+                raise self._missing(n, o)
+
+    def _missing(self, name: str, oid: str) -> Failure:
+        return Failure(f"{name} points at {oid}, which is missing from {self.git_dir}: "
+                       f"restore the object, or delete the ref (git update-ref -d {name})")
+
     def ref(self, name: str) -> str | None:
-        """The object a full ref name points at, or None."""
+        """The object a full ref name points at, or None; Failure when the
+        ref names an object the repository does not have."""
+        p = self.try_run("rev-parse", "--verify", "-q", name + "^{object}")
+        if p.returncode == 0:
+            return p.stdout.strip()
         p = self.try_run("rev-parse", "--verify", "-q", name)
-        return p.stdout.strip() if p.returncode == 0 else None
+        if p.returncode == 0 and not name.startswith(p.stdout.strip()):
+            raise self._missing(name, p.stdout.strip())
+        return None
 
     def refs(self, prefix: str = "refs/") -> dict[str, str]:
         """Every ref under prefix and the object it points at, in one call."""
