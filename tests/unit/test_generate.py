@@ -488,3 +488,26 @@ def test_mails_are_parsed_ahead_but_reported_in_order(generated, ktopic, patches
     r = ktopic(*generated.args("generate"))
     assert r.status == 2 and r.err.strip() == \
         "ktopic: patches/names/0001-lib-names-rename.patch:1: patch mail has no Author", r
+
+
+@pytest.mark.parametrize("how", ["parameters", "count"])
+def test_git_configuration_in_the_environment_changes_no_hash(generated, ktopic, tmp_path,
+                                                              monkeypatch, how):
+    """`git -c` (GIT_CONFIG_PARAMETERS) and GIT_CONFIG_COUNT/KEY/VALUE are
+    the user's configuration too: cleared for the git that writes."""
+    if how == "parameters":
+        monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'i18n.commitencoding'='ISO-8859-1' "
+                                                    "'core.compression'='1'")
+    else:
+        monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+        monkeypatch.setenv("GIT_CONFIG_KEY_0", "i18n.commitEncoding")
+        monkeypatch.setenv("GIT_CONFIG_VALUE_0", "ISO-8859-1")
+    other = tmp_path / "other-work"
+    assert ktopic(*generated.args("import-base", workdir=other)).status == 0
+    assert ktopic(*generated.args("generate", workdir=other)).status == 0
+    for ref in ["refs/heads/base", *TOPIC_REFS]:
+        assert generated.refs(other)[ref] == generated.refs()[ref]
+    from ktopic.plumbing import gitutil
+    e = gitutil.env()
+    assert not any(k.startswith(("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY",
+                                 "GIT_CONFIG_VALUE")) for k in e), e

@@ -173,3 +173,36 @@ def test_paths_git_refuses_are_refused(tmp_path, request, path):
     if want is None and got is not None:
         request.applymarker(ACCEPTED)
     assert got is None or got == want, (want, got)
+
+
+# Mode changes: git apply refuses a patch that changes a file's type
+# (regular file, symbolic link, submodule) under the same name, with or
+# without hunks; 100644 <-> 100755 is a plain mode change.
+MODES = ["100644", "100755", "120000", "160000"]
+
+
+def _mode_patch(old: str, new: str, hunk: bool) -> bytes:
+    text = f"diff --git a/f.c b/f.c\nold mode {old}\nnew mode {new}\n"
+    if hunk:
+        text += "--- a/f.c\n+++ b/f.c\n@@ -1 +1 @@\n-/etc/shadow\n+x\n"
+    return text.encode()
+
+
+@pytest.mark.parametrize("hunk", [False, True], ids=["mode-only", "with-hunk"])
+@pytest.mark.parametrize("old,new", [(a, b) for a in MODES for b in MODES if a != b])
+def test_mode_changes_apply_as_git_applies_them(tmp_path, old, new, hunk):
+    repo = Repo(tmp_path / "r")
+    tree = repo.tree({"f.c": (b"/etc/shadow\n", old), "g.c": (b"g\n", "100644")})
+    patch = _mode_patch(old, new, hunk)
+    want = repo.git_apply(tree, patch)
+    fast = FastApply(repo.git)
+    try:
+        got = fast.apply_exact(tree, patch).tree
+    except NotSimple:
+        got = None
+    finally:
+        fast.store.close()
+    assert got is None or got == want, (want, got)
+    # The file keeps its type when git refuses: never a link to its content.
+    if want is None:
+        assert got is None

@@ -6,8 +6,10 @@ and the manifest's list for it."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -15,8 +17,41 @@ from ktopic.model import manifest_edit
 from ktopic.errors import Failure, KtopicError
 from ktopic.branches.generate import MADE, Generator, base_commit
 from ktopic.plumbing.gitutil import Git, tree_attributes
-from ktopic.model.manifest import Manifest, is_patch_file
+from ktopic.model.manifest import Manifest, is_patch_file, listed_patches
 from ktopic.model.workdir import Workdir
+
+
+JOURNAL = "journal.json"
+
+
+def recover(manifest: Path) -> list[str]:
+    """Finish or undo each export a kill interrupted (a ktopic-export-*
+    directory left in patches/), as git clears a dead process's lock files:
+    forward when every new file is in place and the manifest lists them,
+    else back (the files it moved aside return, the ones it put in go).
+    Gives one line per directory, saying which."""
+    said = []
+    root = manifest.parent
+    for tmp in sorted((root / "patches").glob("ktopic-export-*")):
+        try:
+            j = json.loads((tmp / JOURNAL).read_text())
+            topic, files = j["topic"], list(j["files"])
+        except (OSError, ValueError, KeyError, TypeError):
+            shutil.rmtree(tmp, ignore_errors=True)     # killed before moving anything
+            continue
+        outdir = root / "patches" / topic
+        done = not any((tmp / "out" / f).exists() for f in files) and \
+            listed_patches(manifest, topic) == files
+        if not done:
+            for f in files:
+                if not (tmp / "out" / f).exists():
+                    (outdir / f).unlink(missing_ok=True)
+            for old in (tmp / "old").iterdir() if (tmp / "old").is_dir() else []:
+                old.replace(outdir / old.name)
+        shutil.rmtree(tmp)
+        said.append(f"an interrupted export of topic {topic} ({tmp.name}) was "
+                    f"{'completed' if done else 'undone'}")
+    return said
 
 
 def export(m: Manifest, wd: Workdir, topic: str) -> tuple[Manifest, list[str]]:
@@ -87,6 +122,8 @@ def _replace(m: Manifest, topic: str, t, outdir: Path, tmp: Path, files: list[st
                               f"was written)", f"patches/{topic}/{f}")
     aside = tmp / "old"
     aside.mkdir()
+    # What a later run needs to finish or undo this export if it is killed.
+    (tmp / JOURNAL).write_text(json.dumps({"topic": topic, "files": files}))
     moved: list[str] = []           # in outdir now, put there by this export
     kept: list[str] = []            # moved aside from outdir
     try:

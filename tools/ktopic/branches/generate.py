@@ -234,6 +234,9 @@ class Generator:
         selected = list(m.topics) if names is None else names
         wanted = [n for n in m.order if n in selected]
         refuse_ref_clashes(m, refs, wanted, integration)
+        branches = [m.topics[n].branch for n in wanted] + \
+            ([m.integration.branch] if integration else [])
+        git.check_objects(refs, [r for b in branches for r in ("refs/heads/" + b, MADE + b)])
         self.start_parsing([t for n in wanted for t in (*m.closure(n), n)] +
                            (list(m.integration.topics) if integration else []))
         proofs.verify(m, git, base, wanted)

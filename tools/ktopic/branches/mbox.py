@@ -145,6 +145,22 @@ class Mail:
         return f"{self.label} ({self.subject!r})"
 
 
+# Bytes no text holds (a form feed and the line ends apart): a message
+# with them took in a binary part, as git mailinfo does when a multipart
+# mail's parts never close.
+BINARY = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+def _binary_message(mail: Mail) -> None:
+    b = BINARY.search(mail.msg)
+    if b:
+        line = mail.msg[:b.start()].count(b"\n") + 1
+        raise KtopicError(f"its message holds a byte that is not text ({b.group()!r} in line "
+                          f"{line} of it): git am takes a binary attachment into the message "
+                          f"when a multipart mail never closes; re-send it as plain text",
+                          mail.where)
+
+
 def _read(path: Path, where: str, label: str, tmp: Path) -> Mail:
     """The mail as git mailinfo reads it, with its subject kept (-k)."""
     msg, patch = tmp / "msg", tmp / "patch"
@@ -159,6 +175,8 @@ def _read(path: Path, where: str, label: str, tmp: Path) -> Mail:
         k, _, v = line.partition(": ")
         info[k] = v
     mail = Mail(path, where, label, info, msg.read_bytes(), patch.read_bytes())
+    if mail.has_diff:
+        _binary_message(mail)
     s = mail.subject
     while (m := REPLY.match(s)):
         mail.reply, s = True, s[m.end():]

@@ -621,10 +621,9 @@ class Rebase:
                 if _run_in(wt, "rev-parse", "HEAD^").stdout.strip() != c["head"]:
                     raise Failure(f"topic {name}: {wt} must hold exactly one commit on "
                                   f"{c['head'][:12]} (the resolved patch)")
-                with tree_attributes(git, resolved) as attrs:
-                    text = _run_in(wt, *attrs, *_format(p), resolved).stdout
-                t["head"] = self._store_patch(name, t, p.path.name, text, c["head"],
-                                              git.tree_of(resolved))
+                # git am dropped the notes below the patch's `---` (test
+                # figures, history): the message is the patch's, with them.
+                t["head"] = self._rewrite(name, t, p, c["head"], git.tree_of(resolved))
                 t["rows"].append([p.path.name, RESOLVED, "conflict resolved by hand"])
                 t["next"] += 1
             self._remove_worktree(wt)

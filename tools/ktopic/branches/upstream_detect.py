@@ -88,6 +88,24 @@ def _distinctive(line: str) -> bool:
     return len(s) >= 6 and re.search(r"[A-Za-z0-9_]{3}", s) is not None
 
 
+# What a line of C the patch adds may be: an export of a symbol, or a
+# function's signature (a definition or a prototype, at the start of a line).
+EXPORT = re.compile(r"^EXPORT_SYMBOL(?:_GPL)?(?:_NS)?\(\s*\w+")
+SIGNATURE = re.compile(r"^(?!(?:return|if|while|for|switch|else|do|case|goto)\b)"
+                       r"[A-Za-z_][\w \t*]*?\b\w+\s*\([^;{}]*\)?\s*[;{]?\s*$")
+
+
+def _rank(file: str, line: str) -> int:
+    """0: an export or a function's signature in C, 1: another line of C
+    code (not a comment), 2: any other line (Kconfig help, documentation)."""
+    if not file.endswith((".c", ".h")):
+        return 2
+    if EXPORT.match(line) or SIGNATURE.match(line):
+        return 0
+    s = line.strip()
+    return 2 if s.startswith(("/*", "*", "//")) else 1
+
+
 def find_check(git: Git, p: PatchFile, old: str, new: str) -> dict | None:
     """A check ({file, contains|lacks}) that holds on new and fails on old,
     so that it proves the change arrived; None when there is none."""
@@ -95,13 +113,15 @@ def find_check(git: Git, p: PatchFile, old: str, new: str) -> dict | None:
     files = sorted({k if isinstance(k, str) else k[0] for k in lines})
     new_text = git.read_files(new, files)
     old_text = git.read_files(old, files)
-    for f in files:                          # contains: a line the patch adds
-        cands = sorted({ln for ln in lines.get(f, []) if _distinctive(ln)}, key=len, reverse=True)
-        for ln in cands:
-            rx = line_regex(ln)
-            if rx and new_text.get(f) is not None and re.search(rx, new_text[f], re.M):
-                if old_text.get(f) is None or not re.search(rx, old_text[f], re.M):
-                    return {"file": f, "contains": rx}
+    # contains: a line the patch adds, its own code first (an export, a
+    # function's signature), then any code, then any other file's line
+    cands = sorted(((f, ln) for f in files for ln in set(lines.get(f, [])) if _distinctive(ln)),
+                   key=lambda c: (_rank(*c), -len(c[1]), c))
+    for f, ln in cands:
+        rx = line_regex(ln)
+        if rx and new_text.get(f) is not None and re.search(rx, new_text[f], re.M):
+            if old_text.get(f) is None or not re.search(rx, old_text[f], re.M):
+                return {"file": f, "contains": rx}
     for f in files:                          # lacks: a line a pure deletion removes
         if lines.get(f):
             continue

@@ -5,6 +5,9 @@ Takes a topic (by any of its names); gives its patch files, listed.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from ktopic.branches import export
 from ktopic.model import branchspec, manifest
 from ktopic.model.workdir import Workdir
@@ -20,6 +23,8 @@ def register(sub) -> None:
 def run(args) -> int:
     wd = Workdir(args.workdir)
     with wd.lock():
+        for line in export.recover(Path(args.manifest).resolve()):
+            print(f"ktopic: {line}", file=sys.stderr)
         # Read under the lock: a run that held it may have changed it.
         m = manifest.load(args.manifest, workdir=args.workdir)
         args.topic = branchspec.resolve_one(m, args.topic, ("topic",)).name

@@ -6,6 +6,7 @@ state.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
 
@@ -14,7 +15,7 @@ from rich.table import Table
 
 from ktopic.model import manifest
 from ktopic.branches.generate import MADE, Generator, base_mismatch
-from ktopic.plumbing.gitutil import Git
+from ktopic.plumbing.gitutil import Git, scratch_objects
 from ktopic.plumbing.stack import ApplyError
 from ktopic.model.workdir import Workdir
 
@@ -62,7 +63,7 @@ def rows(m: manifest.Manifest, wd: Workdir) -> list[dict]:
                         applied=applied, upstream=up, superseded=sup,
                         base=m.base.debian_version, state=state,
                         equals_base=bool(head and head == base)))
-    if gen:
+    if gen and wd.writable():
         gen.cache.save()
     return out
 
@@ -75,7 +76,11 @@ def run(args) -> int:
         table.add_column(col, justify="right" if col in ("patches", "upstream", "superseded") else "left")
     ok = True
     behind = []
-    for r in rows(m, wd):
+    with contextlib.ExitStack() as stack:
+        if not wd.writable():       # compare with commits made aside, written nowhere
+            stack.enter_context(scratch_objects(wd.git_dir))
+        found = rows(m, wd)
+    for r in found:
         state = r["state"] + (" (= base)" if r["equals_base"] else "")
         colour = "green" if r["state"] == "in sync" else "yellow"
         ok &= r["state"] == "in sync"

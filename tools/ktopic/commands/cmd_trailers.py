@@ -9,12 +9,14 @@ letter counts for every patch.  docs/mail.md describes the rules.
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 
 from ktopic.branches.generate import Generator
 from ktopic.commands import common
-from ktopic.errors import Failure
+from ktopic.errors import Failure, KtopicError
 from ktopic.model.workdir import Workdir
 from ktopic.send import trailers
 
@@ -30,7 +32,30 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+# More than any thread's replies: a larger file is refused unread.
+MAX_MBOX = 256 << 20
+
+
+def _check_replies(path: Path) -> None:
+    """Refuse, before reading a byte, replies that are neither a maildir
+    nor a regular file of a thread's size: a device such as /dev/zero or
+    a FIFO would be read without end."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return                  # trailers.plan names a missing file
+    if stat.S_ISDIR(st.st_mode):
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise KtopicError("not a regular file nor a maildir: the replies are read from an "
+                          "mbox file or a maildir", path)
+    if st.st_size > MAX_MBOX:
+        raise KtopicError(f"{st.st_size} bytes, larger than {MAX_MBOX >> 20} MiB: more than "
+                          "the replies of a thread", path)
+
+
 def run(args) -> int:
+    _check_replies(args.mbox)
     m = common._manifest(args)
     t = m.series_branch(args.name)
     p = trailers.plan(m, t.name, t.branch, args.mbox)

@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+
+import yaml
 
 from ktopic import stampcache
 from ktopic.model import branchspec, debversion, variants, yamlpos
@@ -184,29 +187,30 @@ class Manifest:
     def closure(self, name: str) -> list[str]:
         """The topic's dependencies, transitively, in manifest order (not itself)."""
         seen: set[str] = set()
-
-        def walk(n: str) -> None:
-            for d in self.topics[n].depends:
-                if d not in seen:
-                    seen.add(d)
-                    walk(d)
-        walk(name)
+        todo = list(self.topics[name].depends)
+        while todo:                 # iterative: a chain may be thousands long
+            d = todo.pop()
+            if d not in seen:
+                seen.add(d)
+                todo.extend(self.topics[d].depends)
         return [t for t in self.topics if t in seen]
 
     @cached_property
     def order(self) -> list[str]:
-        """Topics in an order where every topic follows its dependencies."""
-        done: list[str] = []
-
-        def visit(n: str) -> None:
-            if n in done:
-                return
-            for d in self.topics[n].depends:
-                visit(d)
-            done.append(n)
-        for n in self.topics:
-            visit(n)
-        return done
+        """Topics in an order where every topic follows its dependencies
+        (each after its dependencies in their order, as a depth-first walk)."""
+        done: dict[str, None] = {}
+        for root in self.topics:
+            stack = [(root, iter(self.topics[root].depends))]
+            while stack:
+                n, deps = stack[-1]
+                d = next((d for d in deps if d not in done), None)
+                if d is not None:
+                    stack.append((d, iter(self.topics[d].depends)))
+                    continue
+                stack.pop()
+                done.setdefault(n, None)
+        return list(done)
 
 
 def display_path(path: Path, root: Path) -> str:
@@ -266,12 +270,32 @@ def _clash(name: str, branches: dict) -> str | None:
     return None
 
 
+# Names git's check-ref-format always takes (a subset of its rules: no
+# component starts with a dot or ends with ".lock" or a dot, no "..").
+PLAIN_BRANCH = re.compile(r"(?!.*\.\.)(?!.*\.lock(?:/|$))(?!.*\.(?:/|$))"
+                          r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_+-][A-Za-z0-9_.+-]*)*")
+
+
 def _valid_branch(name: str) -> bool:
+    if name.startswith("-") or name in ("HEAD", "@"):
+        return False
+    if PLAIN_BRANCH.fullmatch(name):
+        return True             # no git process for each of thousands of topics
     # Not --branch: that expands "@" and "@{-1}" against the repository
     # the command happens to run in.
     return subprocess.run(["git", "check-ref-format", "refs/heads/" + name],
-                          capture_output=True).returncode == 0 and \
-        not name.startswith("-") and name not in ("HEAD", "@")
+                          capture_output=True).returncode == 0
+
+
+def _hidden(name: str) -> str | None:
+    """A character of name that shows as nothing or reorders what follows
+    (a zero-width space, a right-to-left override, a soft hyphen, a
+    non-ASCII space): git takes them, and two names would read alike."""
+    for c in name:
+        if not c.isascii() and unicodedata.category(c) in ("Cc", "Cf", "Zs", "Zl", "Zp", "Co",
+                                                          "Cn"):
+            return f"U+{ord(c):04X} ({unicodedata.name(c, 'unnamed')})"
+    return None
 
 
 # git keeps a ref in a file named after it (and `<name>.lock` while it
@@ -284,6 +308,10 @@ def _branch_problem(name: str) -> str | None:
     """Why git cannot make a branch of this name, or None."""
     if not _valid_branch(name):
         return f"invalid branch name {name!r}"
+    hidden = _hidden(name)
+    if hidden:
+        return (f"invalid branch name {name!r}: it holds {hidden}, a character that is "
+                f"invisible or reorders text, so that two names could read alike")
     for c in name.split("/"):
         if len(c.encode()) + len(".lock") > NAME_MAX:
             return (f"invalid branch name {name!r}: a component of {len(c.encode())} bytes; "
@@ -303,6 +331,27 @@ def debian_version_problem(version: str, check_ref: bool = True) -> str | None:
     if why:
         return f"debian-version {yamlpos.shown(version)!r}: {why}"
     return None
+
+
+def _moved_aside(root: Path, topic: str, name: str) -> str:
+    """Where an export killed while it moved files left this patch, said
+    after "does not exist"; "" when it is nowhere there."""
+    for d in sorted((root / "patches").glob("ktopic-export-*")):
+        if (d / "old" / name).is_file():
+            return (f": an interrupted export moved it to "
+                    f"{display_path(d / 'old' / name, root)}; `ktopic export {topic}` "
+                    f"puts it back")
+    return ""
+
+
+def listed_patches(path: Path, topic: str) -> list[str] | None:
+    """The patch files the manifest at path lists for topic, read without
+    validating the rest (None when it cannot be read so)."""
+    try:
+        t = yaml.safe_load(Path(path).read_text())["topics"][topic]
+        return [p if isinstance(p, str) else p["file"] for p in t.get("patches") or []]
+    except Exception:           # noqa: BLE001  (any manifest that is not so)
+        return None
 
 
 def is_patch_file(path: Path) -> str | None:
@@ -541,7 +590,8 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
             if not full.is_relative_to(patches_dir):
                 raise terr(f"patch {rel!r} is outside the repository's patches/ directory", "patches", i)
             if not full.is_file():
-                raise terr(f"patch file {display_path(full, root)} does not exist", "patches", i)
+                raise terr(f"patch file {display_path(full, root)} does not exist"
+                           f"{_moved_aside(root, tname, full.name)}", "patches", i)
             why = is_patch_file(full)
             if why:
                 raise terr(f"{display_path(full, root)}: {why}", "patches", i)
@@ -641,17 +691,25 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
 
 
 def _check_cycles(topics: dict[str, Topic], err) -> None:
-    state: dict[str, int] = {}
-
-    def visit(n: str, stack: list[str]) -> None:
-        state[n] = 1
-        for d in topics[n].depends:
-            if state.get(d) == 1:
-                cycle = stack[stack.index(d):] + [n, d] if d in stack else [n, d]
+    """A dependency cycle, named from where the walk met it; iterative,
+    so that a chain of thousands of topics is walked too."""
+    state: dict[str, int] = {}          # 1: on the path, 2: done
+    for root in topics:
+        if root in state:
+            continue
+        path = [root]
+        state[root] = 1
+        deps = [iter(topics[root].depends)]
+        while path:
+            d = next(deps[-1], None)
+            if d is None:
+                state[path.pop()] = 2
+                deps.pop()
+            elif state.get(d) == 1:
+                n = path[-1]
+                cycle = path[path.index(d):] + [d]
                 raise err(f"dependency cycle: {' -> '.join(cycle)}", "topics", n, "depends")
-            if d not in state:
-                visit(d, stack + [n])
-        state[n] = 2
-    for n in topics:
-        if n not in state:
-            visit(n, [])
+            elif d not in state:
+                state[d] = 1
+                path.append(d)
+                deps.append(iter(topics[d].depends))

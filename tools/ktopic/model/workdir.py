@@ -98,6 +98,26 @@ class Workdir:
         """The sparse worktree b4 prepares a series in."""
         return self.root / "mail-worktrees" / label
 
+    def writable(self) -> bool:
+        """Whether this process can write the work repository's objects."""
+        objects = self.git_dir / "objects"
+        return not objects.is_dir() or os.access(objects, os.W_OK)
+
+    def _open_lock(self) -> int:
+        """The lock file, opened; one line when the work directory is not
+        ours to write (a read-only mount, another user's)."""
+        path = self.root / "lock"
+        try:
+            self.ensure()
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            if e.errno == errno.EROFS:
+                why = "the work directory is on a read-only file system"
+            else:
+                why = f"cannot open the work directory's lock ({e.strerror})"
+            raise KtopicError(f"{why}: run as its owner, or give another one with -w DIR",
+                              path) from None
+
     @contextlib.contextmanager
     def lock(self, wait: bool = True):
         """Hold the work directory's lock; a second ktopic run waits for it
@@ -105,8 +125,7 @@ class Workdir:
         if self._lock_fd is not None:      # re-entrant within one process
             yield
             return
-        self.ensure()
-        fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._open_lock()
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -46,6 +46,11 @@ class Applied:
     unmerged: list[str] = field(default_factory=list)
 
 
+def _kind(mode: bytes) -> int:
+    """The file type bits of a git mode (file, symbolic link, submodule)."""
+    return int(mode, 8) & 0o170000
+
+
 def _dirs(paths: list[str]) -> list[str]:
     out = {""}
     for p in paths:
@@ -219,6 +224,9 @@ class FastApply:
             raise NotSimple(f"{fd.old} has mode {old[0]!r}, the patch expects {fd.old_mode!r}")
         if fd.new is not None and fd.new != fd.old and self._entry(trees, fd.new) is not None:
             raise NotSimple(f"{fd.new} exists")
+        if fd.new is not None and fd.new_mode and _kind(fd.new_mode) != _kind(old[0]):
+            # git apply refuses a file that changes its type under one name
+            raise NotSimple(f"{fd.new}: mode {old[0]!r} becomes {fd.new_mode!r}")
         return fd.new_mode or old[0]
 
     def apply(self, tree: str, patch: Path, paths: list[str], *args: str) -> Applied:

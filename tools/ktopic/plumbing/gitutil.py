@@ -4,13 +4,16 @@ Takes a git directory (and optionally a work tree); gives Git, whose
 run()/try_run() start every git process of the tool with one environment,
 and env() for the processes that stream (cat-file, fast-import, mailinfo).
 That environment leaves out the user's and the system's git configuration
-(GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_NOSYSTEM=1), so what git writes
+(GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_NOSYSTEM=1, no GIT_CONFIG_PARAMETERS
+nor GIT_CONFIG_COUNT), so what git writes
 depends on the inputs only; Git(..., user_config=True) keeps them, for
 the commands that act as the user (mail, pull requests).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import subprocess
 import tempfile
@@ -23,6 +26,8 @@ ZERO = "0" * 40
 # Every ref this process moved, in transactions that were committed: an
 # interrupted command says whether any was.
 MOVED: list[str] = []
+# Variables every git process of this run gets (scratch_objects()).
+OVERLAY: dict[str, str] = {}
 
 
 class GitError(Failure):
@@ -44,7 +49,13 @@ def env(extra: dict | None = None, user_config: bool = False) -> dict:
         # tool writes: hashes must not depend on the machine.
         e["GIT_CONFIG_GLOBAL"] = os.devnull
         e["GIT_CONFIG_NOSYSTEM"] = "1"
+        # `git -c` of a caller, and GIT_CONFIG_COUNT's pairs, are the
+        # user's configuration too.
+        for k in [k for k in e if k == "GIT_CONFIG_PARAMETERS" or k == "GIT_CONFIG_COUNT"
+                  or k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))]:
+            del e[k]
     e["LC_ALL"] = "C"
+    e.update(OVERLAY)
     if extra:
         e.update(extra)
     return e
@@ -89,10 +100,31 @@ class Git:
     def tree_of(self, rev: str) -> str:
         return self.run("rev-parse", rev + "^{tree}").strip()
 
+    def check_objects(self, refs: dict[str, str], names: list[str]) -> None:
+        """Failure naming the first of the refs names whose object the
+        repository does not have (refs: name -> object, from refs())."""
+        want = [(n, refs[n]) for n in names if n in refs]
+        if not want:
+            return
+        out = self.run("cat-file", "--batch-check", input="".join(f"{o}\n" for _, o in want))
+        for (n, o), line in zip(want, out.splitlines()):
+            if line.endswith(" missing"):
+                raise self._missing(n, o)
+
+    def _missing(self, name: str, oid: str) -> Failure:
+        return Failure(f"{name} points at {oid}, which is missing from {self.git_dir}: "
+                       f"restore the object, or delete the ref (git update-ref -d {name})")
+
     def ref(self, name: str) -> str | None:
-        """The object a full ref name points at, or None."""
+        """The object a full ref name points at, or None; Failure when the
+        ref names an object the repository does not have."""
+        p = self.try_run("rev-parse", "--verify", "-q", name + "^{object}")
+        if p.returncode == 0:
+            return p.stdout.strip()
         p = self.try_run("rev-parse", "--verify", "-q", name)
-        return p.stdout.strip() if p.returncode == 0 else None
+        if p.returncode == 0 and not name.startswith(p.stdout.strip()):
+            raise self._missing(name, p.stdout.strip())
+        return None
 
     def refs(self, prefix: str = "refs/") -> dict[str, str]:
         """Every ref under prefix and the object it points at, in one call."""
@@ -136,15 +168,101 @@ class Git:
                 lines.append(f"update {ref} {new} {old if old is not None else ZERO}")
         lines += ["prepare", "commit", ""]
         check_interrupted()         # an interrupt Python swallowed moves nothing either
+        refs = [ref for ref, _, _ in updates]
+        self.clear_stale_locks(refs)
         try:
-            self.run("update-ref", "-m", msg, "--stdin", input="\n".join(lines))
+            self._transaction(["update-ref", "-m", msg, "--stdin"], "\n".join(lines), refs)
         except BaseException:
             # Interrupted (or failed): the transaction may have been
             # committed all the same; what an interrupt says must be true.
             if all(self.ref(ref) == (None if new == ZERO else new) for ref, new, _ in updates):
-                MOVED.extend(ref for ref, _, _ in updates)
+                MOVED.extend(refs)
             raise
-        MOVED.extend(ref for ref, _, _ in updates)
+        MOVED.extend(refs)
+
+    # --- lock files a killed transaction leaves -------------------------------
+
+    @property
+    def _record(self) -> Path:
+        """Which refs a transaction of ours locks, and its git's process id,
+        while it runs: what a later run may clear once that process is gone."""
+        return self.git_dir / "ktopic-update-ref.json"
+
+    def _transaction(self, args: list[str], text: str, refs: list[str]) -> None:
+        p = subprocess.Popen(["git", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=self._env(None))
+        self._record.write_text(json.dumps({"pid": p.pid, "refs": refs}))
+        try:
+            _, err = p.communicate(text)
+        except BaseException:
+            # Let git finish (or abort at the end of its input) and remove
+            # its own locks: killing it mid-transaction would leave them.
+            with contextlib.suppress(OSError):
+                p.stdin.close()
+            try:
+                p.wait(timeout=30)
+            except BaseException:
+                p.kill()
+                raise
+            self._after(p.returncode, refs)
+            raise
+        self._after(p.returncode, refs)
+        if p.returncode != 0:
+            raise GitError(args, p.returncode, err)
+
+    def _after(self, returncode: int, refs: list[str]) -> None:
+        if returncode < 0:          # git was killed: its locks stay, it is gone
+            self._remove_locks(refs)
+        self._record.unlink(missing_ok=True)
+
+    def _remove_locks(self, refs: list[str]) -> None:
+        for f in [self.git_dir / (r + ".lock") for r in refs] + [self.git_dir / "packed-refs.lock"]:
+            f.unlink(missing_ok=True)
+
+    def clear_stale_locks(self, refs: list[str]) -> None:
+        """Remove the lock files a transaction of ours left when its git was
+        killed (its process gone); refuse in one line, naming them, when a
+        lock on one of refs is another's."""
+        try:
+            rec = json.loads(self._record.read_text())
+        except (OSError, ValueError):
+            rec = None
+        if isinstance(rec, dict) and not _alive(rec.get("pid")):
+            self._remove_locks([r for r in rec.get("refs", []) if isinstance(r, str)
+                                and ".." not in r and r.startswith("refs/")])
+            self._record.unlink(missing_ok=True)
+        locks = [str(f) for f in [self.git_dir / (r + ".lock") for r in refs]
+                 + [self.git_dir / "packed-refs.lock"] if f.exists()]
+        if locks:
+            raise Failure(f"lock file(s) of another git process on the refs to move: "
+                          f"{' '.join(locks)}; if no git runs on {self.git_dir}, a killed one "
+                          f"left them: remove them (rm {' '.join(locks)})")
+
+
+def _alive(pid) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def scratch_objects(git_dir: Path):
+    """Inside, git writes new objects to a temporary directory and reads
+    the work repository's as an alternate: a run that only looks (status
+    on a read-only work directory) writes nothing there."""
+    with tempfile.TemporaryDirectory(prefix="ktopic-scratch-objects-") as tmp:
+        OVERLAY.update(GIT_OBJECT_DIRECTORY=tmp,
+                       GIT_ALTERNATE_OBJECT_DIRECTORIES=str(Path(git_dir, "objects").resolve()))
+        try:
+            yield
+        finally:
+            OVERLAY.clear()
 
 
 @contextmanager

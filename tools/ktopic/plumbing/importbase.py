@@ -112,14 +112,34 @@ def import_base(m: Manifest, wd: Workdir, parent: str | None = None,
             if point_base:
                 _point_base(git, have)
             return Imported(have, version, False)
-        raise Failure(f"{ref} exists but was imported from a different tarball; "
-                      f"delete it with git update-ref -d {ref} in {wd.git_dir} to re-import")
+        _other_tarball(tarball, ref, msg, digest, wd, (name, m.base.lines.get("tarball")))
     commit = _fast_import(git, tarball, digest, version, debian_version, m, parent)
     if point_base:
         _point_base(git, commit, new_ref=ref)
     else:
         git.update_refs([(ref, commit, None)], "ktopic import-base")
     return Imported(commit, version, True)
+
+
+XZ_MAGIC = b"\xfd7zXZ\x00"
+
+
+def _other_tarball(tarball: Path, ref: str, msg: str, digest: str, wd, where: tuple) -> None:
+    """The version is imported, from another file: say which problem this
+    is.  A file that is no xz archive is a wrong path, and the import is
+    good; the same version packaged anew is the case for deleting it."""
+    with open(tarball, "rb") as f:
+        head = f.read(len(XZ_MAGIC))
+    had = re.search(r"^Tarball-SHA256: ([0-9a-f]+)", msg, re.M)
+    had = had.group(1)[:16] if had else "unknown"
+    if head != XZ_MAGIC:
+        raise KtopicError(f"base tarball {tarball} is not an xz-compressed tar, and {ref} "
+                          f"already holds this version, imported from a tarball of SHA-256 "
+                          f"{had}...: point base.tarball at that tarball", *where)
+    raise Failure(f"{ref} was imported from a tarball of SHA-256 {had}..., and {tarball} "
+                  f"({digest[:16]}...) is another with the same version (repackaged?): to "
+                  f"import this one in its place, delete the old import with git update-ref "
+                  f"-d {ref} in {wd.git_dir}")
 
 
 def _point_base(git: Git, commit: str, new_ref: str | None = None) -> None:
