@@ -234,7 +234,7 @@ def changelog(old: list[tuple[str, str, str, str]] | None, new: list[tuple[str, 
         out += [f"Dropped patch file: {f}" for f in old_own if f not in new_own]
     if prev.base and prev.base != plan_base:
         out.append(f"Rebased onto a new base import ({plan_base[:12]}, was {prev.base[:12]})")
-    return out or ["No change to the patches; the cover letter was updated"]
+    return out or ["No change to the patches"]
 
 
 def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool = False,
