@@ -733,6 +733,18 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
     return Result(p, outdir, files, log, times, sent)
 
 
+def _verify_written(files: list[Path]) -> None:
+    """Every message is, byte for byte, what ktopic mail wrote (its SHA-256
+    in OUTPUT_MARK), checked before any is sent: a message edited since
+    it was written is not sent."""
+    for f in files:
+        mark = _read_mark(f.parent) or {}
+        if _sha256(f) not in mark.get(f.name, set()):
+            raise KtopicError(f"not the message ktopic mail wrote (its SHA-256 is not the one "
+                              f"{OUTPUT_MARK} records); nothing was sent: put the written "
+                              f"message back, or pass --reroll to mail the next revision", f)
+
+
 def _deliver(p: Plan, files: list[Path], times: dict) -> int:
     """Send the written messages of p's revision that the server has not
     accepted yet, recording each accepted one in the revision state as it
@@ -746,6 +758,7 @@ def _deliver(p: Plan, files: list[Path], times: dict) -> int:
         raise KtopicError(f"the messages of v{p.revision} of {p.t.branch} are not (all) in "
                           f"{p.outdir} any more, so the rest cannot be sent with the Message-Ids "
                           f"already out: pass --reroll to mail v{p.revision + 1}", rel)
+    _verify_written(files)
     todo = [f for f, mid in zip(files, ids) if mid not in rev.delivered]
 
     def accepted(mid: str) -> None:
