@@ -63,3 +63,86 @@ def test_a_retry_sends_no_message_edited_since_it_was_written(generated, ktopic,
     assert third.name in r.err and "SHA-256" in r.err and "nothing was sent" in r.err, r.err
     assert sink.got == []
     assert len(_state(generated)["revisions"][1]["delivered"]) == 2
+
+
+class SlowSink:
+    """Accepts every message; holds the slow_at-th (1-based) for `hold`
+    seconds before answering, with `started` set as it begins."""
+
+    def __init__(self, slow_at: int, hold: float):
+        import threading
+        self.got, self.seen, self.slow_at, self.hold = [], 0, slow_at, hold
+        self.started = threading.Event()
+
+    async def handle_DATA(self, server, session, envelope):
+        import asyncio
+        self.seen += 1
+        if self.seen == self.slow_at:
+            self.started.set()
+            await asyncio.sleep(self.hold)
+        self.got.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
+        return "250 OK"
+
+
+def _slow_sink(gitconfig, sink):
+    from aiosmtpd.controller import Controller
+    import contextlib
+
+    class AnyPort(Controller):
+        def _trigger_server(self):
+            self.port = self.server.sockets[0].getsockname()[1]
+            super()._trigger_server()
+
+    @contextlib.contextmanager
+    def run():
+        ctl = AnyPort(sink, hostname="127.0.0.1", port=0, ready_timeout=120)
+        ctl.start()
+        try:
+            gitconfig.write_text(f"[sendemail]\n\tsmtpserver = 127.0.0.1\n"
+                                 f"\tsmtpserverport = {ctl.port}\n")
+            yield sink
+        finally:
+            ctl.stop()
+    return run()
+
+
+@needs_b4
+def test_a_killed_run_never_posts_a_message_twice(generated, ktopic, quiet_git):
+    """ktopic killed (SIGKILL) while its delivery child hands the third
+    message to the server: the child finishes it (3 accepted), unrecorded.
+    The retry refuses that uncertain message, naming it (3 -> 3); with
+    --uncertain=sent it is recorded as sent and only the fourth goes out
+    (3 -> 4), never the third again."""
+    import os
+    import signal
+    import sys
+    from conftest import REPO
+    sink = SlowSink(slow_at=3, hold=3.0)
+    with _slow_sink(quiet_git, sink):
+        p = subprocess.Popen([sys.executable, str(REPO / "tools/bin/ktopic"),
+                              *generated.args("mail", "integration", "--send")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert sink.started.wait(120)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        import time
+        deadline = time.monotonic() + 30
+        while len(sink.got) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert len(sink.got) == 3
+    third = [m for _, _, m in sink.got][2]
+    import email
+    mid = email.message_from_bytes(third)["Message-Id"]
+    with smtp_sink(quiet_git) as again:
+        r = ktopic(*generated.args("mail", "integration", "--send"))
+        assert r.status == 2, r
+        assert len(r.err.strip().splitlines()) == 1, r.err
+        assert mid in r.err and "0002-" in r.err and "--uncertain" in r.err, r.err
+        assert again.got == []
+        r = ktopic(*generated.args("mail", "integration", "--send", "--uncertain=sent"))
+        assert r.status == 0, r
+    assert [email.message_from_bytes(c)["Subject"] for _, _, c in again.got] == [
+        "[PATCH 3/3] lib/names: rename"]
+    v1 = _state(generated)["revisions"][1]
+    assert v1["sent"] and len(v1["delivered"]) == 4 and v1["delivered"][2] == mid
+    assert "sending" not in v1

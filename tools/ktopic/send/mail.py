@@ -191,6 +191,7 @@ class Plan:
     send: bool = False
     refs: list = field(default_factory=list)     # ref updates made after a success
     finish: bool = False         # the revision was partly sent: send the rest of it
+    uncertain: str = ""          # --uncertain: "sent" or "resend" a message perhaps out
 
     @property
     def outdir(self) -> Path:
@@ -649,11 +650,13 @@ class Result:
 
 
 def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: bool = False,
-        reroll: bool = False, notes: list[str] | None = None, force: bool = False) -> Result:
+        reroll: bool = False, notes: list[str] | None = None, force: bool = False,
+        uncertain: str = "") -> Result:
     import time
     times = {}
     t0 = time.monotonic()
     p = plan(m, wd, name, reroll=reroll, send=send, notes=notes)
+    p.uncertain = uncertain
     times["plan"] = time.monotonic() - t0
     if p.finish:
         files = sorted(p.outdir.glob("*.eml"))
@@ -745,10 +748,34 @@ def _verify_written(files: list[Path]) -> None:
                               f"message back, or pass --reroll to mail the next revision", f)
 
 
+def _uncertain(p: Plan, files: list[Path], ids: list[str], how: str) -> None:
+    """A message handed over by a run that never heard the server's answer
+    (killed): perhaps on the list already.  Sent again (how "resend") or
+    recorded as sent ("sent") only when the caller says which."""
+    st = p.state
+    rev = st.revisions[p.revision]
+    mid = rev.sending
+    if not mid or mid in rev.delivered:
+        rev.sending = ""
+        return
+    name = files[ids.index(mid)].name if mid in ids else "?"
+    if how == "sent":
+        rev.delivered.append(mid)
+    elif how != "resend":
+        raise KtopicError(f"{name} ({mid}) of v{p.revision} of {p.t.branch} was being sent when "
+                          f"the run stopped: the server may have it.  Look for it on the list, "
+                          f"then pass --uncertain=sent (it went out) or --uncertain=resend",
+                          f"{revisions.STATE_DIR}/{st.path.name}",
+                          st.line("revisions", p.revision, "sending"))
+    rev.sending = ""
+    st.save()
+
+
 def _deliver(p: Plan, files: list[Path], times: dict) -> int:
     """Send the written messages of p's revision that the server has not
-    accepted yet, recording each accepted one in the revision state as it
-    goes; a Failure that says how many went out when the server stops."""
+    accepted yet, recording each one as being sent before it is handed
+    over and as accepted once it is; a Failure that says how many went out
+    when the server stops."""
     import time
     st = p.state
     rev = st.revisions[p.revision]
@@ -759,25 +786,40 @@ def _deliver(p: Plan, files: list[Path], times: dict) -> int:
                           f"{p.outdir} any more, so the rest cannot be sent with the Message-Ids "
                           f"already out: pass --reroll to mail v{p.revision + 1}", rel)
     _verify_written(files)
+    _uncertain(p, files, ids, p.uncertain)
     todo = [f for f, mid in zip(files, ids) if mid not in rev.delivered]
+
+    def sending(mid: str) -> None:
+        rev.sending = mid
+        st.save()
 
     def accepted(mid: str) -> None:
         rev.delivered.append(mid)
+        rev.sending = ""
         st.save()
 
     t1 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ktopic-deliver-") as tmp:
-        d = deliver.run(todo, b4_env(p, Path(tmp, "unused")), Path(tmp), accepted)
+        d = deliver.run(todo, b4_env(p, Path(tmp, "unused")), Path(tmp), accepted, sending)
     times["smtp"] = time.monotonic() - t1
+    if not d.uncertain and rev.sending:
+        rev.sending = ""                    # refused by the server: certainly not out
+        st.save()
     if len(rev.delivered) == rev.messages and not d.error:
         rev.sent = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
         rev.message_id = ids[0]
         st.save()
         return len(d.sent)
+    return _stopped(p, d, rel)
+
+
+def _stopped(p: Plan, d: deliver.Delivery, rel: str) -> int:
+    rev = p.state.revisions[p.revision]
     out, total = len(rev.delivered), rev.messages
-    if out == 0:
+    if out == 0 and not rev.sending:
         raise Failure(f"nothing of v{p.revision} of {p.t.branch} was sent: {d.error}")
-    raise Failure(f"{out} of {total} messages of v{p.revision} of {p.t.branch} sent, then: "
-                  f"{d.error}; recorded in {rel}: `ktopic mail {p.t.name} --send` sends the "
-                  f"other {total - out} (the same Message-Ids, in the same thread), or "
+    maybe = f" ({d.uncertain} perhaps too)" if rev.sending else ""
+    raise Failure(f"{out} of {total} messages of v{p.revision} of {p.t.branch} sent{maybe}, "
+                  f"then: {d.error}; recorded in {rel}: `ktopic mail {p.t.name} --send` sends "
+                  f"the other {total - out} (the same Message-Ids, in the same thread), or "
                   f"`ktopic mail {p.t.name} --reroll --send` mails v{p.revision + 1}")
