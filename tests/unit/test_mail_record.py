@@ -50,6 +50,7 @@ def test_a_retry_sends_no_message_edited_since_it_was_written(generated, ktopic,
     """2 of 4 accepted, then 0003 edited by hand: the retry checks every
     message against .ktopic-mail before sending any, names the edited one,
     and the server gets nothing more (2 -> 2)."""
+    _git_project(generated.root)
     with smtp_sink(quiet_git, fail_at=3) as sink:
         assert ktopic(*generated.args("mail", "integration", "--send")).status == 1
     assert len(sink.got) == 2
@@ -117,6 +118,7 @@ def test_a_killed_run_never_posts_a_message_twice(generated, ktopic, quiet_git):
     import signal
     import sys
     from conftest import REPO
+    _git_project(generated.root)
     sink = SlowSink(slow_at=3, hold=3.0)
     with _slow_sink(quiet_git, sink):
         p = subprocess.Popen([sys.executable, str(REPO / "tools/bin/ktopic"),
@@ -146,3 +148,94 @@ def test_a_killed_run_never_posts_a_message_twice(generated, ktopic, quiet_git):
     v1 = _state(generated)["revisions"][1]
     assert v1["sent"] and len(v1["delivered"]) == 4 and v1["delivered"][2] == mid
     assert "sending" not in v1
+
+
+# --- a lost state file never re-posts ---------------------------------------------
+
+def _sh(root, *args) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(root), "-c", "user.name=T", "-c", "user.email=t@e.org",
+                           *args], check=True, capture_output=True, text=True)
+
+
+@needs_b4
+def test_send_keeps_the_state_file_tracked(project, generated, ktopic, quiet_git):
+    """A project that is no git checkout: --send refused (nothing would keep
+    the record); in a checkout the state file is added to git's index, so
+    `git clean -fdx` leaves it and no second v1 goes out (3 -> 3)."""
+    with smtp_sink(quiet_git) as sink:
+        r = ktopic(*generated.args("mail", "counters", "--send"))
+        assert r.status == 2 and "not a git checkout" in r.err, r
+        assert len(r.err.strip().splitlines()) == 1
+        _git_project(generated.root)
+        r = ktopic(*generated.args("mail", "counters", "--send"))
+        assert r.status == 0, r
+        assert "mail/counters.yaml" in r.err and "git add" in r.err, r.err
+        assert len(sink.got) == 3
+        _sh(generated.root, "clean", "-fdxq")
+        assert (generated.root / "mail/counters.yaml").exists()
+        for again in ([], ["--send"]):
+            r = ktopic(*generated.args("mail", "counters", *again))
+            assert r.status == 2 and "was sent on" in r.err, r
+        assert len(sink.got) == 3
+
+
+@needs_b4
+def test_a_lost_state_file_is_named_not_mailed_again(generated, ktopic, quiet_git, tmp_path):
+    """v1 sent (3 messages), then the state file lost: stashed away, or a
+    fresh clone of the project that has the file as committed before the
+    send.  The work repository's record says v1 was sent: refused in one
+    line saying how to restore it (3 -> 3); restored, the reroll goes."""
+    _git_project(generated.root)
+    assert ktopic(*generated.args("mail", "counters")).status == 0
+    _git_project(generated.root, "mail: counters v1")          # committed, not sent yet
+    with smtp_sink(quiet_git) as sink:
+        assert ktopic(*generated.args("mail", "counters", "--send")).status == 0
+        assert len(sink.got) == 3
+        sent = (generated.root / "mail/counters.yaml").read_text()
+        _sh(generated.root, "stash", "-u", "-q")            # back to the unsent v1
+        assert "sent:" not in (generated.root / "mail/counters.yaml").read_text()
+        for again in ([], ["--send"]):
+            r = ktopic(*generated.args("mail", "counters", *again))
+            assert r.status == 2, r
+            assert len(r.err.strip().splitlines()) == 1, r.err
+            assert "records v1 of topic/counters as sent" in r.err, r.err
+            assert "cat-file blob refs/ktopic/mail-state/counters > mail/counters.yaml" in r.err
+        (generated.root / "mail/counters.yaml").unlink()      # gone altogether
+        r = ktopic(*generated.args("mail", "counters", "--send"))
+        assert r.status == 2 and "mail/counters.yaml is missing" in r.err, r
+        assert not (generated.root / "mail/counters.yaml").exists()
+        # a fresh clone (the file as committed) with the same work directory
+        clone = tmp_path / "clone"
+        subprocess.run(["git", "clone", "-q", str(generated.root), str(clone)], check=True)
+        r = ktopic("-m", clone / "branches.yaml", "-w", generated.workdir, "mail", "counters",
+                   "--send")
+        assert r.status == 2 and "records v1 of topic/counters as sent" in r.err, r
+        assert len(sink.got) == 3
+        # restored as the line says: the reroll is v2, in the same series
+        restore = r.err.split("`")[1]
+        subprocess.run(restore, shell=True, cwd=clone, check=True)
+        assert (clone / "mail/counters.yaml").read_text() == sent
+        r = ktopic("-m", clone / "branches.yaml", "-w", generated.workdir, "mail", "counters",
+                   "--reroll", "--send")
+        assert r.status == 0, r
+        assert len(sink.got) == 6
+    assert _state(generated.__class__(clone, generated.tarball), "counters")["revision"] == 2
+
+
+@needs_b4
+def test_a_new_work_directory_learns_from_the_state_file(generated, ktopic, quiet_git, tmp_path):
+    """The project's state file says v1 was sent; a new work directory has
+    no record: it takes the file's, and nothing is mailed again (3 -> 3)."""
+    _git_project(generated.root)
+    with smtp_sink(quiet_git) as sink:
+        assert ktopic(*generated.args("mail", "counters", "--send")).status == 0
+        wd2 = tmp_path / "work2"
+        assert ktopic(*generated.args("import-base", workdir=wd2)).status == 0
+        assert ktopic(*generated.args("generate", workdir=wd2)).status == 0
+        for again in ([], ["--send"]):
+            r = ktopic(*generated.args("mail", "counters", *again, workdir=wd2))
+            assert r.status == 2 and "was sent on" in r.err, r
+        assert len(sink.got) == 3
+    blob = generated.git("rev-parse", "refs/ktopic/mail-state/counters", workdir=wd2).strip()
+    assert generated.git("cat-file", "blob", blob, workdir=wd2) == \
+        (generated.root / "mail/counters.yaml").read_text()

@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ktopic.send import cover, deliver, revisions
+from ktopic.send import cover, deliver, revisions, sentrecord
 from ktopic.model import yamlpos
 from ktopic.errors import Failure, KtopicError
 from ktopic.branches.generate import BACKUP, MADE, Generator, base_commit, worktree_branches
@@ -289,8 +289,13 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
             stack.append({"file": f"patches/{tn}/{p.rel}", "blob": revisions.blob_id(p.path)})
     own = len(t.patches)
 
-    state = revisions.load(m.root, t.name) or revisions.new_state(m.root, m.series.name, t.name)
-    rel = f"{revisions.STATE_DIR}/{state.path.name}"
+    loaded = revisions.load(m.root, t.name)
+    rel = f"{revisions.STATE_DIR}/{t.name}.yaml"
+    sentrecord.check(git, m.root, t.name, t.branch, loaded)
+    if send:
+        sentrecord.checkout(m.root, rel)
+    state = loaded or revisions.new_state(m.root, m.series.name, t.name)
+    state.mirror = lambda text: sentrecord.store(git, t.name, text)
     cur = state.current
     if reroll:
         if cur is None:
@@ -659,6 +664,7 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
     p.uncertain = uncertain
     times["plan"] = time.monotonic() - t0
     if p.finish:
+        _keep_tracked(p)
         files = sorted(p.outdir.glob("*.eml"))
         sent = _deliver(p, files, times)
         times["total"] = time.monotonic() - t0
@@ -731,9 +737,17 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
         p.notes.append(f"branch {wt.branch} held commits ktopic did not make (head "
                        f"{b4_old[:12]}); replaced, the old head kept as {backup}")
     st.save()
+    if send:
+        _keep_tracked(p)
     sent = _deliver(p, files, times) if send else 0
     times["total"] = time.monotonic() - t0
     return Result(p, outdir, files, log, times, sent)
+
+
+def _keep_tracked(p: Plan) -> None:
+    note = sentrecord.keep_tracked(p.m.root, f"{revisions.STATE_DIR}/{p.state.path.name}")
+    if note:
+        p.notes.append(note)
 
 
 def _verify_written(files: list[Path]) -> None:

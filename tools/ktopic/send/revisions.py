@@ -100,6 +100,7 @@ class State:
     revision: int
     revisions: dict[int, Revision] = field(default_factory=dict)
     data: object = field(default=None, repr=False, compare=False)   # as loaded, with lines
+    mirror: object = field(default=None, repr=False, compare=False)  # called with the text saved
 
     def line(self, *keys) -> int | None:
         """The line of a value of the file as it was loaded (None for a
@@ -117,6 +118,8 @@ class State:
                 "revisions": {n: r.to_dict() for n, r in sorted(self.revisions.items())}}
         text = HEADER.format(what=self.label) + yaml.safe_dump(data, sort_keys=False, width=100)
         write_atomic(self.path, text)
+        if self.mirror is not None:
+            self.mirror(text)
 
 
 def last_sent(state: State) -> Revision | None:
