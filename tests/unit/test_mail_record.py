@@ -239,3 +239,89 @@ def test_a_new_work_directory_learns_from_the_state_file(generated, ktopic, quie
     blob = generated.git("rev-parse", "refs/ktopic/mail-state/counters", workdir=wd2).strip()
     assert generated.git("cat-file", "blob", blob, workdir=wd2) == \
         (generated.root / "mail/counters.yaml").read_text()
+
+
+# --- the sign-off chain ---------------------------------------------------------------
+
+PH = "Port Placeholder <port@placeholder.example.org>"
+KENT = "Kent Overstreet <kent.overstreet@example.org>"
+MAE = "Mae Maintainer <mae@example.org>"
+C1 = "patches/counters/0001-lib-counter-return-more.patch"
+N1 = "patches/names/0001-lib-names-rename.patch"
+
+
+def _as_the_real_project(project, ktopic) -> None:
+    """The placeholder as series.from, author and sign-off of every patch,
+    but one patch that keeps its original author (Kent's, signed off by
+    him, then by the placeholder)."""
+    root = project.root
+    text = project.manifest.read_text().replace('"Test Porter <porter@example.org>"', f'"{PH}"')
+    project.manifest.write_text(text.replace("  public-url:", f'  placeholder: "{PH}"\n'
+                                             "  public-url:", 1))
+    for f in root.glob("patches/*/*.patch"):
+        t = f.read_text().replace("Test Porter <porter@example.org>", PH)
+        if f.name.startswith("0001-lib-names"):
+            t = t.replace(f"From: {PH}", f"From: {KENT}").replace(
+                f"Signed-off-by: {PH}", f"Signed-off-by: {KENT}\nSigned-off-by: {PH}")
+        f.write_text(t)
+    assert ktopic(*project.args("generate")).status == 0
+
+
+@needs_b4
+def test_the_sign_off_chain_ends_with_the_sender(generated, ktopic, quiet_git):
+    """Nothing with the placeholder is sent: refused naming the patch file
+    and line (0 accepted); `ktopic signoff` puts the maintainer in (their
+    sign-off last, authorship of the port, Kent's authorship kept); then
+    the series goes out (0 -> 4), the placeholder nowhere in it."""
+    _as_the_real_project(generated, ktopic)
+    _git_project(generated.root)
+    root = generated.root
+    r = ktopic(*generated.args("mail", "integration"))        # a dry run still works
+    assert r.status == 0, r
+    with smtp_sink(quiet_git) as sink:
+        r = ktopic(*generated.args("mail", "integration", "--send"))
+        assert r.status == 2 and "placeholder" in r.err and "user.email" in r.err, r
+        with open(quiet_git, "a") as f:
+            f.write("[user]\n\tname = Mae Maintainer\n\temail = mae@example.org\n")
+        r = ktopic(*generated.args("mail", "integration", "--send"))
+        assert r.status == 2, r
+        assert len(r.err.strip().splitlines()) == 1, r.err
+        assert f"{C1}:2: --send: its author is the placeholder {PH}" in r.err, r.err
+        assert "`ktopic signoff integration`" in r.err
+        r = ktopic(*generated.args("pull-request", "integration", "--unsent"))
+        assert r.status == 2 and "placeholder" in r.err, r
+        assert sink.got == []
+        r = ktopic(*generated.args("signoff"))
+        assert r.status == 0, r
+        assert f"3 patch file(s) signed off by {MAE}" in r.out, r.out
+        c1, n1 = (root / C1).read_text(), (root / N1).read_text()
+        assert PH not in c1 and PH not in n1
+        assert f"From: {MAE}\n" in c1
+        assert c1.split("\n---\n")[0].endswith(f"\nSigned-off-by: {MAE}"), c1
+        assert f"From: {KENT}\n" in n1
+        assert f"Signed-off-by: {KENT}\nSigned-off-by: {MAE}\n---\n" in n1, n1
+        assert ktopic(*generated.args("signoff")).out.startswith("0 patch file(s)")   # again: none
+        _git_project(root, "signed off")
+        r = ktopic(*generated.args("mail", "integration", "--send"))
+        assert r.status == 0, r
+    assert len(sink.got) == 4
+    assert all(PH.split("<")[1].rstrip(">").encode() not in c for _, _, c in sink.got)
+    import email as em
+    msgs = {em.message_from_bytes(c)["Subject"]: em.message_from_bytes(c) for _, _, c in sink.got}
+    assert all(m["From"] == MAE for m in msgs.values())
+    kent = msgs["[PATCH 3/3] lib/names: rename"].get_payload(decode=True).decode().replace("\r\n", "\n")
+    assert kent.startswith(f"From: {KENT}\n"), kent        # his authorship, in the body
+
+
+def test_last_sign_off_not_the_senders_is_named(generated, monkeypatch):
+    from ktopic.model import manifest
+    from ktopic.send import signoffs
+    m = manifest.load(generated.manifest)
+    t = m.series_branch("counters")
+    probs = signoffs.check(m, t, MAE)
+    assert [(p.file, p.placeholder) for p in probs] == [(C1, False), (C1.replace(
+        "0001-lib-counter-return-more", "0002-lib-counter-return-even-more"), False)]
+    line = (generated.root / C1).read_text().splitlines()[probs[0].line - 1]
+    assert line == "Signed-off-by: Test Porter <porter@example.org>"
+    assert "its last Signed-off-by is Test Porter" in probs[0].text
+    assert signoffs.check(m, t, "Test Porter <porter@example.org>") == []

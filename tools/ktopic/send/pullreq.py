@@ -12,12 +12,13 @@ Takes a mailed revision of a branch; gives a tag and the request-pull text.
 
 from __future__ import annotations
 
+import email.utils
 import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ktopic.send import cover, revisions
+from ktopic.send import cover, revisions, signoffs
 from ktopic.errors import KtopicError
 from ktopic.branches.generate import base_commit
 from ktopic.plumbing.gitutil import Git
@@ -113,6 +114,10 @@ def run(m: Manifest, wd: Workdir, name: str, retag: bool = False,
     rev = state.current
     if not unsent:
         check_sent(state, t.branch, name, rel)
+    ident = signoffs.identity(m)
+    signoffs.refuse(m, t, ident, "pull-request")
+    who, addr = email.utils.parseaddr(ident)
+    who = who or sender(m)[0]
     if not (wd.git_dir / "HEAD").exists():
         raise KtopicError(f"no work repository at {wd.git_dir}: run `ktopic import-base` first")
     git = Git(wd.git_dir, user_config=True)
