@@ -238,6 +238,18 @@ def changelog(old: list[tuple[str, str, str, str]] | None, new: list[tuple[str, 
     return out or ["No change to the patches"]
 
 
+def _state(m: Manifest, t: BranchSpec, git: Git, send: bool) -> revisions.State:
+    """mail/<label>.yaml (or a new state), checked against the work
+    repository's copy of it, which every save then keeps."""
+    loaded = revisions.load(m.root, t.name)
+    sentrecord.check(git, m.root, t.name, t.branch, loaded)
+    if send:
+        sentrecord.checkout(m.root, f"{revisions.STATE_DIR}/{t.name}.yaml")
+    state = loaded or revisions.new_state(m.root, m.series.name, t.name)
+    state.mirror = lambda text: sentrecord.store(git, t.name, text)
+    return state
+
+
 def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool = False,
          notes: list[str] | None = None) -> Plan:
     t = m.series_branch(name)
@@ -291,13 +303,8 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
             stack.append({"file": f"patches/{tn}/{p.rel}", "blob": revisions.blob_id(p.path)})
     own = len(t.patches)
 
-    loaded = revisions.load(m.root, t.name)
+    state = _state(m, t, git, send)
     rel = f"{revisions.STATE_DIR}/{t.name}.yaml"
-    sentrecord.check(git, m.root, t.name, t.branch, loaded)
-    if send:
-        sentrecord.checkout(m.root, rel)
-    state = loaded or revisions.new_state(m.root, m.series.name, t.name)
-    state.mirror = lambda text: sentrecord.store(git, t.name, text)
     cur = state.current
     if reroll:
         if cur is None:

@@ -44,7 +44,7 @@ def identity(m) -> str:
         return p.stdout.strip()
     ident = get("sendemail.from")
     if not _addr(ident) and get("user.name") and get("user.email"):
-        ident = email.utils.formataddr((get("user.name"), get("user.email")))
+        ident = f"{get('user.name')} <{get('user.email')}>"      # as git writes a sign-off
     return ident if _addr(ident) else m.series.sender
 
 
