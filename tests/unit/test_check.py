@@ -357,3 +357,25 @@ def test_codespell_dictionary_without_the_trees_names(tmp_path):
     d.write_text("iput->input\nadress->address\n")
     out = checkpatch.kernel_dictionary(checkpatch.ScriptsTree(tmp_path, "t"), d)
     assert out.read_text() == "adress->address\n"
+
+
+PLACEHOLDER = "Port Placeholder <port@placeholder.example.org>"
+
+
+def test_placeholder_is_a_warning_not_a_failure(proj):
+    """The placeholder identity as author and sign-off: shown as a WARNING
+    with the line, and the topic passes (CI shows it and stays green)."""
+    proj.add("0001-four.patch", [("lib/counter.c", "return 3;", "return 4;")],
+             "lib/counter: return four",
+             body_edit=lambda t: t.replace("Test Porter <porter@example.org>", PLACEHOLDER))
+    proj.manifest()
+    mf = proj.root / "branches.yaml"
+    mf.write_text(mf.read_text().replace(
+        f"from: '{IDENT}'}}", f"from: '{PLACEHOLDER}', placeholder: '{PLACEHOLDER}'}}"))
+    tv = check.check_topics(manifest.load(mf), Workdir(proj.wd), ["counters"],
+                            check.Options(codespell=False))[0]
+    text = "\n".join(check.render(tv))
+    assert tv.ok, text
+    assert f"WARNING PLACEHOLDER: line 2: its author is the placeholder {PLACEHOLDER}" in text
+    assert f"a trailer names the placeholder: Signed-off-by: {PLACEHOLDER}" in text
+    assert "2 warning(s)" in tv.summary()

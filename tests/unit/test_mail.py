@@ -230,6 +230,8 @@ def test_send_round_trip_over_smtp(generated, ktopic, quiet_git, tmp_path):
         "findings": [], "repro": {}, "same_as": ""}]}
     (generated.root / "out").mkdir()
     (generated.root / "out/report.json").write_text(json.dumps(rep))
+    subprocess.run(["git", "init", "-q", str(generated.root)], check=True)
+    _commit_project(generated.root, "project")
 
     with smtp_sink(quiet_git) as sink:
         r = ktopic(*generated.args("mail", "integration", "--send"))
@@ -300,6 +302,8 @@ def test_send_stopped_mid_series_is_recorded_and_finished(generated, ktopic, qui
     two are recorded by Message-Id, ktopic says "2 of 4" in one line, a
     plain `mail` refuses to rewrite the revision, and `--send` again sends
     only the other two, with their Message-Ids, in the same thread."""
+    subprocess.run(["git", "init", "-q", str(generated.root)], check=True)
+    _commit_project(generated.root, "project")
     with smtp_sink(quiet_git, fail_at=3) as sink:
         r = ktopic(*generated.args("mail", "integration", "--send"))
     assert r.status == 1, r

@@ -17,15 +17,16 @@ def gitconfig(tmp_path, monkeypatch):
     return cfg
 
 
-def mailed(project, topic: str = "counters") -> str:
-    """Record v1 of the topic as mailed, as `ktopic mail` would (without b4)."""
+def mailed(project, topic: str = "counters", sent: str = "2026-12-04 09:00:00 UTC") -> str:
+    """Record v1 of the topic as mailed (sent, unless sent=""), as `ktopic
+    mail` would (without b4)."""
     from ktopic.send import revisions
     refs = project.refs()
     head = refs[f"refs/heads/topic/{topic}"]
     st = revisions.new_state(project.root, "test-series", topic)
     st.revisions[1] = revisions.Revision(
         1, head, refs["refs/heads/base"], project.git("rev-parse", head + "^{tree}").strip(),
-        refs["refs/heads/base"], message_id="<v1-0@example.org>")
+        refs["refs/heads/base"], message_id="<v1-0@example.org>", sent=sent)
     st.save()
     return head
 
@@ -141,10 +142,10 @@ def test_only_a_sent_revision_is_quoted_and_a_stale_tag_replaced(generated, ktop
     send the tag would be stale: it is replaced (the old one kept) and
     quotes the id; an unsigned tag is said to be unsigned."""
     from ktopic.send import revisions
-    head = mailed(generated)
+    head = mailed(generated, sent="")
     public_repo(tmp_path, gitconfig)
     tag = "test-series/counters-v1"
-    r = ktopic(*generated.args("pull-request", "counters"))
+    r = ktopic(*generated.args("pull-request", "counters", "--unsent"))
     assert r.status == 0, r
     assert "Mailed as" not in generated.git("cat-file", "tag", tag)
     assert f"tag {tag} is not signed" in r.err
@@ -166,3 +167,29 @@ def test_only_a_sent_revision_is_quoted_and_a_stale_tag_replaced(generated, ktop
     r = ktopic(*generated.args("pull-request", "counters", "--retag"))
     assert r.status == 0 and "--retag" in r.err, r
     assert generated.refs()[f"refs/ktopic/replaced-tags/{tag}/{second[:12]}"] == second
+
+
+def test_a_revision_never_sent_is_refused_unless_asked(generated, ktopic, tmp_path, gitconfig):
+    """v1 sent, v2 only written: refused in one line naming v1, no tag;
+    --unsent tags v2 and its text says that v2 was never sent."""
+    from ktopic.send import revisions
+    head = mailed(generated)
+    public_repo(tmp_path, gitconfig)
+    st = revisions.load(generated.root, "counters")
+    v1 = st.revisions[1]
+    v1.sent = "2026-12-04 10:00:00 UTC"
+    st.revisions[2] = revisions.Revision(2, head, v1.start, v1.tree, v1.base)
+    st.revision = 2
+    st.save()
+    before = generated.refs()
+    r = ktopic(*generated.args("pull-request", "counters"))
+    assert r.status == 2, r
+    assert len(r.err.strip().splitlines()) == 1, r.err
+    assert "v2 of topic/counters was never sent" in r.err and "last sent revision is v1" in r.err
+    assert "--unsent" in r.err
+    _nothing_written(generated, before)
+    r = ktopic(*generated.args("pull-request", "counters", "--unsent"))
+    assert r.status == 0, r
+    text = (generated.root / "out/pull/topic/counters-v2.txt").read_text()
+    assert "v2 was not sent to the list" in text, text
+    assert "not sent" in generated.git("cat-file", "tag", "test-series/counters-v2")

@@ -50,7 +50,12 @@ def by_subject(msgs) -> dict:
 @pytest.fixture
 def sent_twice(generated, ktopic, quiet_git):   # noqa: F811
     """counters sent as v1, then as v2, to a loopback SMTP server; the
-    messages as the list got them."""
+    messages as the list got them (from the project, a git checkout)."""
+    root = str(generated.root)
+    subprocess.run(["git", "init", "-q", root], check=True)
+    subprocess.run(["git", "-C", root, "add", "-A"], check=True)
+    subprocess.run(["git", "-C", root, "-c", "user.name=T", "-c", "user.email=t@e.org",
+                    "commit", "-qm", "project"], check=True)
     with smtp_sink(quiet_git) as sink:
         r = ktopic(*generated.args("mail", "counters", "--send"))
         assert r.status == 0, r
@@ -183,8 +188,8 @@ def test_round_trip(sent_twice, ktopic, tmp_path):
     assert "Reviewed-by: Rita Reviewer <rita@example.org>" in body(v3[1])
     assert "rita@example.org" in v3[1]["Cc"]                 # b4: Cc whom the trailers name
     assert "Changed the commit message only: lib/counter: return more" in body(v3[0])
-    # and so does the pull request's tag
-    r = ktopic(*project.args("pull-request", "counters"))
+    # and so does the pull request's tag (of v3, written, not sent: said so)
+    r = ktopic(*project.args("pull-request", "counters", "--unsent"))
     assert r.status == 0, r
     tagged = project.git("log", "--format=%B", "test-series/counters-v3")
     assert "Tested-by: Rita Reviewer <rita@example.org> # on x86_64" in tagged

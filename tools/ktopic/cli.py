@@ -38,6 +38,7 @@ COMMANDS = {
     "rebase": "commands.cmd_rebase",
     "range-diff": "commands.cmd_range_diff",
     "trailers": "commands.cmd_trailers",
+    "signoff": "commands.cmd_signoff",
 }
 
 REPO = Path(__file__).resolve().parents[2]

@@ -31,6 +31,9 @@ def register(sub) -> None:
                    help="start the next revision (v<N+1>, with changelog and range-diff)")
     p.add_argument("--changes", action="append", default=[], metavar="TEXT",
                    help="a line for this revision's changelog (repeatable)")
+    p.add_argument("--uncertain", choices=("sent", "resend"),
+                   help="with --send after a run that stopped while a message was being sent: "
+                        "record it as sent (it is on the list) or send it again")
     p.add_argument("--force", action="store_true",
                    help="replace the branch b4/<topic> even if it holds commits ktopic did not "
                         "make (its old head is kept under refs/ktopic/backup/)")
@@ -41,7 +44,8 @@ def run(args) -> int:
     m, wd, args.name = common.series(args)
     with wd.lock():
         r = mail.run(m, wd, args.name, output=args.output, send=args.send,
-                     reroll=args.reroll, notes=args.changes, force=args.force)
+                     reroll=args.reroll, notes=args.changes, force=args.force,
+                     uncertain=args.uncertain or "")
     p = r.plan
     for note in p.notes:
         print(f"ktopic: note: {note}", file=sys.stderr)

@@ -20,13 +20,16 @@ def register(sub) -> None:
     p.add_argument("--retag", action="store_true",
                    help="replace an existing tag of this revision (e.g. to sign it now); "
                         "the old one is kept under refs/ktopic/replaced-tags/")
+    p.add_argument("--unsent", action="store_true",
+                   help="tag a revision that was not (all) sent to the list; the pull request "
+                        "says so")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     m, wd, args.name = common.series(args)
     with wd.lock():
-        r = pullreq.run(m, wd, args.name, retag=args.retag)
+        r = pullreq.run(m, wd, args.name, retag=args.retag, unsent=args.unsent)
     sys.stdout.write(r.text)
     for w in r.warnings:
         print(f"ktopic: note: {w}", file=sys.stderr)

@@ -33,6 +33,7 @@ from ktopic.gates import bisectable as bs
 from ktopic.gates import checkpatch as cp
 from ktopic.gates import hygiene as hy
 from ktopic.gates import new_warnings as wn
+from ktopic.send import signoffs
 from ktopic.gates.gatecache import GateCache
 from ktopic.kernel.steplog import StepLog
 from ktopic.model import results as R
@@ -54,6 +55,7 @@ class PatchVerdict:
     total: str = ""                  # checkpatch's "total:" line
     cached: bool = False
     unused_waivers: list[str] = field(default_factory=list)
+    warning_lines: list[str] = field(default_factory=list)   # shown, never failing
 
     def failures(self) -> list:
         return [x for x in self.messages + self.problems if not x.waived]
@@ -83,6 +85,9 @@ class TopicVerdict:
             parts.append(f"{errs} checkpatch error(s)")
         if waived:
             parts.append(f"{waived} waived")
+        warned = sum(len(p.warning_lines) for p in self.patches)
+        if warned:
+            parts.append(f"{warned} warning(s)")
         rbad = [r for r in self.recipients if not r.waived]
         if rbad:
             parts.append(f"{len(rbad)} recipient(s) missing")
@@ -185,6 +190,10 @@ def check_topics(m, wd, names: list[str], opts: Options | None = None,
     checker = cp.Checker(tree, cache, codespell=opts.codespell)
     versions = tool_versions(cache, tree, checker)
     sender = m.series.sender
+    if m.series.placeholder and hy.address(sender) == hy.address(m.series.placeholder):
+        # Who signs off last is whoever sends: `mail --send` checks that
+        # chain; here the placeholder is a warning.
+        sender = ""
 
     # Every distinct patch once, whichever topics list it.
     todo: dict[Path, tuple[str, object]] = {}
@@ -203,6 +212,8 @@ def check_topics(m, wd, names: list[str], opts: Options | None = None,
                           total=run.total, cached=run.cached)
         pv.problems = hy.check_patch(pf.subject, pf.body, pf.author, pf.email, pf.files,
                                      sender)
+        pv.warning_lines = [f"PLACEHOLDER: line {x.line}: {x.text}: `ktopic signoff` before "
+                       f"sending" for x in signoffs.check_file(m, path, pv.file) if x.placeholder]
         _apply_waivers(pv, p.waivers)
         return path, pv
 
@@ -372,6 +383,7 @@ def render(tv: TopicVerdict, tools: bool = True) -> list[str]:
             else:
                 lines.append(f"      {x.type}: {x.message}")
                 lines += [f"        {ln}" for ln in x.lines]
+        lines += [f"      WARNING {w}" for w in pv.warning_lines]
         for x in pv.messages + pv.problems:
             if x.waived:
                 head = f"{x.level}:{x.type}" if isinstance(x, cp.Message) else x.type

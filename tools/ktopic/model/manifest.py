@@ -141,6 +141,7 @@ class Series:
     sender: str
     public_url: str
     cover: str
+    placeholder: str = ""        # the stand-in identity of the patch files (ktopic signoff)
 
 
 @dataclass
@@ -559,7 +560,8 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
         raise err(f"debian-version {base.debian_version} is not a packaging of version {base.version}",
                   "base", "debian-version")
     s = data["series"]
-    series = Series(s["name"], s["subject"], s["from"], s.get("public-url", ""), s.get("cover", ""))
+    series = Series(s["name"], s["subject"], s["from"], s.get("public-url", ""), s.get("cover", ""),
+                    s.get("placeholder", ""))
 
     topics: dict[str, Topic] = {}
     branches: dict[str, tuple] = {}

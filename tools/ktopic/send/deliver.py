@@ -10,8 +10,9 @@ settings `b4 send` and `git send-email` read (server, port, encryption,
 user, credential helper, a local sendmail command).  It runs in a child
 process (`python3 -m`-style, see run()) because b4 caches its
 configuration per process and reads it from the environment ktopic gives
-it.  The child prints one line per message, ``SENT <message-id>``, as soon
-as the server accepted it, and ``ERROR <reason>`` (one line) when it stops.
+it.  The parent records that a message is being sent before it lets the
+child hand it over; the child answers ``SENT <message-id>`` as soon as the
+server accepted it, ``ERROR``/``UNCERTAIN <reason>`` (one line) when not.
 """
 
 from __future__ import annotations
@@ -51,10 +52,34 @@ def one_line(e: BaseException) -> str:
     return " ".join(why.split())
 
 
-def _child(files: list[str]) -> int:
-    """Runs in the child: send each file in order."""
-    import logging
+def _certain(e: BaseException) -> bool:
+    """The server answered: the message was refused, not perhaps taken."""
+    import smtplib
+    return isinstance(e, (smtplib.SMTPResponseException, smtplib.SMTPRecipientsRefused))
+
+
+def _send_one(smtp, env_from: str, name: str) -> None:
     import re
+    data = Path(name).read_bytes()
+    msg = email.message_from_bytes(data)
+    dests = email.utils.getaddresses(msg.get_all("to", []) + msg.get_all("cc", []))
+    rcpts = sorted({a for _, a in dests if a})
+    data = re.sub(rb"\r\n|\n|\r(?!\n)", b"\r\n", data)
+    if isinstance(smtp, list):          # a local sendmail command
+        p = subprocess.run(smtp + rcpts, input=data, capture_output=True)
+        if p.returncode:
+            raise RuntimeError(f"{' '.join(smtp)} exited {p.returncode}: "
+                               f"{p.stderr.decode(errors='replace').strip()}")
+    else:
+        smtp.sendmail(env_from, rcpts, data)
+
+
+def _child(files: list[str]) -> int:
+    """Runs in the child: READY once connected, then for each line the
+    parent writes (after recording that the message is being sent) the
+    next file, answered SENT, ERROR (refused) or UNCERTAIN (the
+    connection failed while the server had it)."""
+    import logging
     import b4
     b4.logger.setLevel(logging.CRITICAL)
     try:
@@ -62,23 +87,15 @@ def _child(files: list[str]) -> int:
     except BaseException as e:          # noqa: BLE001 - reported as one line
         print("ERROR connecting: " + one_line(e), flush=True)
         return 1
+    print("READY", flush=True)
     env_from = email.utils.parseaddr(fromaddr)[1] or fromaddr
     for name in files:
-        data = Path(name).read_bytes()
-        msg = email.message_from_bytes(data)
-        dests = email.utils.getaddresses(msg.get_all("to", []) + msg.get_all("cc", []))
-        rcpts = sorted({a for _, a in dests if a})
-        data = re.sub(rb"\r\n|\n|\r(?!\n)", b"\r\n", data)
+        if not sys.stdin.readline():    # the parent is gone: hand over nothing more
+            return 1
         try:
-            if isinstance(smtp, list):          # a local sendmail command
-                p = subprocess.run(smtp + rcpts, input=data, capture_output=True)
-                if p.returncode:
-                    raise RuntimeError(f"{' '.join(smtp)} exited {p.returncode}: "
-                                       f"{p.stderr.decode(errors='replace').strip()}")
-            else:
-                smtp.sendmail(env_from, rcpts, data)
+            _send_one(smtp, env_from, name)
         except BaseException as e:      # noqa: BLE001
-            print("ERROR " + one_line(e), flush=True)
+            print(("ERROR " if _certain(e) else "UNCERTAIN ") + one_line(e), flush=True)
             return 1
         print("SENT " + message_id(Path(name)), flush=True)
     if not isinstance(smtp, list):
@@ -93,24 +110,42 @@ def _child(files: list[str]) -> int:
 class Delivery:
     sent: list[str] = field(default_factory=list)    # Message-Ids, in order
     error: str = ""
+    uncertain: str = ""          # the Message-Id the server may or may not have taken
 
 
 def run(files: list[Path], env: dict, cwd: Path,
-        on_sent: Callable[[str], None] = lambda mid: None) -> Delivery:
-    """Send files in order; on_sent(message_id) after each accepted one."""
+        on_sent: Callable[[str], None] = lambda mid: None,
+        on_sending: Callable[[str], None] = lambda mid: None) -> Delivery:
+    """Send files in order: on_sending(message_id) before each is handed
+    over, on_sent(message_id) after each accepted one."""
     code = ("import sys; sys.path.insert(0, sys.argv[1]); "
             "from ktopic.send import deliver; sys.exit(deliver._child(sys.argv[2:]))")
     out = Delivery()
     with subprocess.Popen([sys.executable, "-c", code, str(TOOLS), *map(str, files)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          env=env, cwd=cwd, stdin=subprocess.DEVNULL) as p:
-        for line in p.stdout:
-            word, _, rest = line.rstrip("\n").partition(" ")
-            if word == "SENT":
-                out.sent.append(rest)
-                on_sent(rest)
-            elif word == "ERROR":
+                          env=env, cwd=cwd, stdin=subprocess.PIPE) as p:
+        word, _, rest = p.stdout.readline().rstrip("\n").partition(" ")
+        if word == "ERROR":
+            out.error = rest
+        for f in files if word == "READY" else []:
+            mid = message_id(f)
+            on_sending(mid)
+            try:
+                p.stdin.write("send\n")
+                p.stdin.flush()
+            except BrokenPipeError:
+                pass
+            word, _, rest = p.stdout.readline().rstrip("\n").partition(" ")
+            if word != "SENT":
                 out.error = rest
+                out.uncertain = "" if word == "ERROR" else mid
+                break
+            out.sent.append(rest)
+            on_sent(rest)
+        try:
+            p.stdin.close()
+        except BrokenPipeError:
+            pass
         err = p.stderr.read()
     if p.returncode and not out.error:
         tail = err.strip().splitlines()

@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ktopic.send import cover, deliver, revisions
+from ktopic.send import cover, deliver, revisions, sentrecord, signoffs
 from ktopic.model import yamlpos
 from ktopic.errors import Failure, KtopicError
 from ktopic.branches.generate import BACKUP, MADE, Generator, base_commit, worktree_branches
@@ -191,6 +191,7 @@ class Plan:
     send: bool = False
     refs: list = field(default_factory=list)     # ref updates made after a success
     finish: bool = False         # the revision was partly sent: send the rest of it
+    uncertain: str = ""          # --uncertain: "sent" or "resend" a message perhaps out
 
     @property
     def outdir(self) -> Path:
@@ -234,7 +235,19 @@ def changelog(old: list[tuple[str, str, str, str]] | None, new: list[tuple[str, 
         out += [f"Dropped patch file: {f}" for f in old_own if f not in new_own]
     if prev.base and prev.base != plan_base:
         out.append(f"Rebased onto a new base import ({plan_base[:12]}, was {prev.base[:12]})")
-    return out or ["No change to the patches; the cover letter was updated"]
+    return out or ["No change to the patches"]
+
+
+def _state(m: Manifest, t: BranchSpec, git: Git, send: bool) -> revisions.State:
+    """mail/<label>.yaml (or a new state), checked against the work
+    repository's copy of it, which every save then keeps."""
+    loaded = revisions.load(m.root, t.name)
+    sentrecord.check(git, m.root, t.name, t.branch, loaded)
+    if send:
+        sentrecord.checkout(m.root, f"{revisions.STATE_DIR}/{t.name}.yaml")
+    state = loaded or revisions.new_state(m.root, m.series.name, t.name)
+    state.mirror = lambda text: sentrecord.store(git, t.name, text)
+    return state
 
 
 def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool = False,
@@ -245,6 +258,8 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     sender(m)
     check_recipients(m, t)
     check_placeholders(m, t)
+    if send:
+        signoffs.refuse(m, t, signoffs.identity(m), "--send")
     if send and not smtp_server():
         raise KtopicError("--send needs an SMTP server: `git config --global sendemail.smtpserver "
                           "HOST` (and smtpserverport, smtpuser as for git send-email)")
@@ -288,8 +303,8 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
             stack.append({"file": f"patches/{tn}/{p.rel}", "blob": revisions.blob_id(p.path)})
     own = len(t.patches)
 
-    state = revisions.load(m.root, t.name) or revisions.new_state(m.root, m.series.name, t.name)
-    rel = f"{revisions.STATE_DIR}/{state.path.name}"
+    state = _state(m, t, git, send)
+    rel = f"{revisions.STATE_DIR}/{t.name}.yaml"
     cur = state.current
     if reroll:
         if cur is None:
@@ -371,7 +386,8 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
 # --- b4 in a sparse worktree ------------------------------------------------------
 
 def b4_env(plan: Plan, template: Path) -> dict:
-    name, addr = sender(plan.m)
+    name, addr = email.utils.parseaddr(signoffs.identity(plan.m))
+    name = name or sender(plan.m)[0]
     config = {
         "core.sparseCheckout": "true",
         "core.editor": "true",
@@ -649,13 +665,16 @@ class Result:
 
 
 def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: bool = False,
-        reroll: bool = False, notes: list[str] | None = None, force: bool = False) -> Result:
+        reroll: bool = False, notes: list[str] | None = None, force: bool = False,
+        uncertain: str = "") -> Result:
     import time
     times = {}
     t0 = time.monotonic()
     p = plan(m, wd, name, reroll=reroll, send=send, notes=notes)
+    p.uncertain = uncertain
     times["plan"] = time.monotonic() - t0
     if p.finish:
+        _keep_tracked(p)
         files = sorted(p.outdir.glob("*.eml"))
         sent = _deliver(p, files, times)
         times["total"] = time.monotonic() - t0
@@ -728,15 +747,59 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
         p.notes.append(f"branch {wt.branch} held commits ktopic did not make (head "
                        f"{b4_old[:12]}); replaced, the old head kept as {backup}")
     st.save()
+    if send:
+        _keep_tracked(p)
     sent = _deliver(p, files, times) if send else 0
     times["total"] = time.monotonic() - t0
     return Result(p, outdir, files, log, times, sent)
 
 
+def _keep_tracked(p: Plan) -> None:
+    note = sentrecord.keep_tracked(p.m.root, f"{revisions.STATE_DIR}/{p.state.path.name}")
+    if note:
+        p.notes.append(note)
+
+
+def _verify_written(files: list[Path]) -> None:
+    """Every message is, byte for byte, what ktopic mail wrote (its SHA-256
+    in OUTPUT_MARK), checked before any is sent: a message edited since
+    it was written is not sent."""
+    for f in files:
+        mark = _read_mark(f.parent) or {}
+        if _sha256(f) not in mark.get(f.name, set()):
+            raise KtopicError(f"not the message ktopic mail wrote (its SHA-256 is not the one "
+                              f"{OUTPUT_MARK} records); nothing was sent: put the written "
+                              f"message back, or pass --reroll to mail the next revision", f)
+
+
+def _uncertain(p: Plan, files: list[Path], ids: list[str], how: str) -> None:
+    """A message handed over by a run that never heard the server's answer
+    (killed): perhaps on the list already.  Sent again (how "resend") or
+    recorded as sent ("sent") only when the caller says which."""
+    st = p.state
+    rev = st.revisions[p.revision]
+    mid = rev.sending
+    if not mid or mid in rev.delivered:
+        rev.sending = ""
+        return
+    name = files[ids.index(mid)].name if mid in ids else "?"
+    if how == "sent":
+        rev.delivered.append(mid)
+    elif how != "resend":
+        raise KtopicError(f"{name} ({mid}) of v{p.revision} of {p.t.branch} was being sent when "
+                          f"the run stopped: the server may have it.  Look for it on the list, "
+                          f"then pass --uncertain=sent (it went out) or --uncertain=resend",
+                          f"{revisions.STATE_DIR}/{st.path.name}",
+                          st.line("revisions", p.revision, "sending"))
+    rev.sending = ""
+    st.save()
+
+
 def _deliver(p: Plan, files: list[Path], times: dict) -> int:
     """Send the written messages of p's revision that the server has not
-    accepted yet, recording each accepted one in the revision state as it
-    goes; a Failure that says how many went out when the server stops."""
+    accepted yet, recording each one as being sent before it is handed
+    over and as accepted once it is; a Failure that says how many went out
+    when the server stops."""
     import time
     st = p.state
     rev = st.revisions[p.revision]
@@ -746,25 +809,41 @@ def _deliver(p: Plan, files: list[Path], times: dict) -> int:
         raise KtopicError(f"the messages of v{p.revision} of {p.t.branch} are not (all) in "
                           f"{p.outdir} any more, so the rest cannot be sent with the Message-Ids "
                           f"already out: pass --reroll to mail v{p.revision + 1}", rel)
+    _verify_written(files)
+    _uncertain(p, files, ids, p.uncertain)
     todo = [f for f, mid in zip(files, ids) if mid not in rev.delivered]
+
+    def sending(mid: str) -> None:
+        rev.sending = mid
+        st.save()
 
     def accepted(mid: str) -> None:
         rev.delivered.append(mid)
+        rev.sending = ""
         st.save()
 
     t1 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ktopic-deliver-") as tmp:
-        d = deliver.run(todo, b4_env(p, Path(tmp, "unused")), Path(tmp), accepted)
+        d = deliver.run(todo, b4_env(p, Path(tmp, "unused")), Path(tmp), accepted, sending)
     times["smtp"] = time.monotonic() - t1
+    if not d.uncertain and rev.sending:
+        rev.sending = ""                    # refused by the server: certainly not out
+        st.save()
     if len(rev.delivered) == rev.messages and not d.error:
         rev.sent = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
         rev.message_id = ids[0]
         st.save()
         return len(d.sent)
+    return _stopped(p, d, rel)
+
+
+def _stopped(p: Plan, d: deliver.Delivery, rel: str) -> int:
+    rev = p.state.revisions[p.revision]
     out, total = len(rev.delivered), rev.messages
-    if out == 0:
+    if out == 0 and not rev.sending:
         raise Failure(f"nothing of v{p.revision} of {p.t.branch} was sent: {d.error}")
-    raise Failure(f"{out} of {total} messages of v{p.revision} of {p.t.branch} sent, then: "
-                  f"{d.error}; recorded in {rel}: `ktopic mail {p.t.name} --send` sends the "
-                  f"other {total - out} (the same Message-Ids, in the same thread), or "
+    maybe = f" ({d.uncertain} perhaps too)" if rev.sending else ""
+    raise Failure(f"{out} of {total} messages of v{p.revision} of {p.t.branch} sent{maybe}, "
+                  f"then: {d.error}; recorded in {rel}: `ktopic mail {p.t.name} --send` sends "
+                  f"the other {total - out} (the same Message-Ids, in the same thread), or "
                   f"`ktopic mail {p.t.name} --reroll --send` mails v{p.revision + 1}")

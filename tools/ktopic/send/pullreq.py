@@ -12,12 +12,13 @@ Takes a mailed revision of a branch; gives a tag and the request-pull text.
 
 from __future__ import annotations
 
+import email.utils
 import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ktopic.send import cover, revisions
+from ktopic.send import cover, revisions, signoffs
 from ktopic.errors import KtopicError
 from ktopic.branches.generate import base_commit
 from ktopic.plumbing.gitutil import Git
@@ -37,7 +38,8 @@ class Result:
     warnings: list[str] = field(default_factory=list)
 
 
-def tag_message(m: Manifest, label: str, rev: revisions.Revision, git: Git) -> str:
+def tag_message(m: Manifest, label: str, rev: revisions.Revision, git: Git,
+                unsent: bool = False) -> str:
     t = m.series_branch(label)
     lines = [f"{subject(m, t)} v{rev.number}", ""]
     lines += cover.wrap(body(m, t)[0])
@@ -60,6 +62,10 @@ def tag_message(m: Manifest, label: str, rev: revisions.Revision, git: Git) -> s
         cover.wrap(f"No CI results for tree {rev.tree[:12]} yet.")
     if rev.message_id and rev.sent:          # written, never sent: nothing to quote
         lines += ["", f"Mailed as v{rev.number}: {rev.message_id}"]
+    elif unsent:
+        lines += [""] + cover.wrap(f"v{rev.number} was not sent to the list"
+                                   f"{' (only partly)' if rev.partial else ''}: this pull "
+                                   f"request is the first time it is shown.")
     # git tag strips lines starting with '#' (comments) in the default cleanup.
     return "\n".join(" " + ln if ln.startswith("#") else ln for ln in lines).rstrip() + "\n"
 
@@ -74,7 +80,23 @@ def _tag_text(git: Git, tag_object: str) -> str:
     return body.split("-----BEGIN PGP SIGNATURE-----", 1)[0]
 
 
-def run(m: Manifest, wd: Workdir, name: str, retag: bool = False) -> Result:
+def check_sent(state: revisions.State, branch: str, name: str, rel: str) -> None:
+    """A pull request is of what the list saw: the current revision must
+    have been sent, all of it."""
+    rev = state.current
+    if rev.sent:
+        return
+    last = next((n for n, r in sorted(state.revisions.items(), reverse=True) if r.sent), 0)
+    how = (f"was only partly sent ({len(rev.delivered)} of {rev.messages} messages)"
+           if rev.partial else "was never sent")
+    raise KtopicError(f"v{rev.number} of {branch} {how} (" +
+                      (f"the last sent revision is v{last}" if last else "no revision was sent") +
+                      f"): `ktopic mail {name} --send` first, or pass --unsent to tag it anyway "
+                      f"(the pull request then says so)", rel, state.line("revision"))
+
+
+def run(m: Manifest, wd: Workdir, name: str, retag: bool = False,
+        unsent: bool = False) -> Result:
     t = m.series_branch(name)
     who, addr = sender(m)
     url = m.series.public_url
@@ -90,6 +112,12 @@ def run(m: Manifest, wd: Workdir, name: str, retag: bool = False) -> Result:
         raise KtopicError(f"{t.branch} is not enrolled: no revision of it was mailed "
                           f"(run `ktopic mail {name}` first)", rel)
     rev = state.current
+    if not unsent:
+        check_sent(state, t.branch, name, rel)
+    ident = signoffs.identity(m)
+    signoffs.refuse(m, t, ident, "pull-request")
+    who, addr = email.utils.parseaddr(ident)
+    who = who or sender(m)[0]
     if not (wd.git_dir / "HEAD").exists():
         raise KtopicError(f"no work repository at {wd.git_dir}: run `ktopic import-base` first")
     git = Git(wd.git_dir, user_config=True)
@@ -102,7 +130,7 @@ def run(m: Manifest, wd: Workdir, name: str, retag: bool = False) -> Result:
     key = git.try_run("config", "--get", "user.signingkey").stdout.strip()
     existing = git.ref(f"refs/tags/{tag}")
     warnings: list[str] = []
-    message = tag_message(m, t.name, rev, git)
+    message = tag_message(m, t.name, rev, git, unsent=not rev.sent)
     if existing:
         if git.rev_parse(f"refs/tags/{tag}") != rev.head:
             raise KtopicError(f"tag {tag} exists and points elsewhere "

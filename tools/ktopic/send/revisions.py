@@ -57,11 +57,12 @@ class Revision:
     changes: list[str] = field(default_factory=list)
     messages: int = 0            # how many messages the revision is (once sending began)
     delivered: list[str] = field(default_factory=list)   # Message-Ids the server accepted
+    sending: str = ""            # the Message-Id being handed over, until the server answers
 
     @property
     def partial(self) -> bool:
-        """Sending began and did not finish: some messages are out."""
-        return bool(self.delivered) and not self.sent
+        """Sending began and did not finish: some messages are (perhaps) out."""
+        return bool(self.delivered or self.sending) and not self.sent
 
     def message_ids(self) -> tuple[str, list[str]]:
         """(the cover's Message-Id or "", the Message-Id of each own patch,
@@ -86,6 +87,8 @@ class Revision:
             d["messages"] = self.messages
         if self.delivered:
             d["delivered"] = self.delivered
+        if self.sending:
+            d["sending"] = self.sending
         return d
 
 
@@ -97,6 +100,7 @@ class State:
     revision: int
     revisions: dict[int, Revision] = field(default_factory=dict)
     data: object = field(default=None, repr=False, compare=False)   # as loaded, with lines
+    mirror: object = field(default=None, repr=False, compare=False)  # called with the text saved
 
     def line(self, *keys) -> int | None:
         """The line of a value of the file as it was loaded (None for a
@@ -114,12 +118,14 @@ class State:
                 "revisions": {n: r.to_dict() for n, r in sorted(self.revisions.items())}}
         text = HEADER.format(what=self.label) + yaml.safe_dump(data, sort_keys=False, width=100)
         write_atomic(self.path, text)
+        if self.mirror is not None:
+            self.mirror(text)
 
 
 def last_sent(state: State) -> Revision | None:
     """The newest revision of which at least one message went out."""
     return next((r for _, r in sorted(state.revisions.items(), reverse=True)
-                 if r.sent or r.delivered), None)
+                 if r.sent or r.delivered or r.sending), None)
 
 
 def state_path(root: Path, label: str) -> Path:
@@ -181,7 +187,7 @@ def load(root: Path, label: str) -> State | None:
             base=r.get("base", ""), stack=stack, own=own, date=r.get("date", ""),
             sent=r.get("sent", ""), message_id=r.get("message-id", ""),
             changes=list(r.get("changes") or []), messages=int(r.get("messages", 0)),
-            delivered=list(r.get("delivered") or []))
+            delivered=list(r.get("delivered") or []), sending=r.get("sending", ""))
     return State(label, path, data["change-id"], int(data["revision"]), revs, data)
 
 

@@ -425,7 +425,8 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
             for x in r.delivered + ([r.message_id] if r.message_id else []):
                 older[_clean(x)] = n
     out = Plan(label, branch, rev.number)
-    applier = email.utils.parseaddr(m.series.sender or "")[1]
+    from ktopic.send.signoffs import identity
+    applier = email.utils.parseaddr(identity(m))[1]
     patches: dict[int, tuple[str, object]] = {}
     existings: dict[str, list] = {}
 
