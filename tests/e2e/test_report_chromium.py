@@ -117,3 +117,48 @@ def test_screenshot(page, tmp_path):
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 20000          # a page with a coloured table, not a blank one
+
+
+class Links(html.parser.HTMLParser):
+    """Every <a class="first-bad"> (href, text) and every element id."""
+
+    def __init__(self):
+        super().__init__()
+        self.first_bad: list[list[str]] = []
+        self.ids: set[str] = set()
+        self._in = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("class") == "first-bad":
+            self.first_bad.append([a.get("href", ""), ""])
+            self._in = True
+
+    def handle_endtag(self, tag):
+        if tag == "a":
+            self._in = False
+
+    def handle_data(self, data):
+        if self._in:
+            self.first_bad[-1][1] += data
+
+
+def test_a_failing_cell_names_its_first_bad_patch(tmp_path):
+    """As a browser renders it: the FAILED cell of a branch whose first bad
+    commit was found says which patch, and links to its reproduce block."""
+    r = report.load_json(SAMPLE)
+    bad = next(b for b in r.branches if not b.ok)
+    bad.attribution = {"commit": "3f2c4a1b9d0e" + "0" * 28, "subject": "mm: pagecache add lock",
+                       "patch": "patches/mm/0001-mm-pagecache-add-lock.patch", "boots": 1,
+                       "skipped": [], "other": []}
+    out = tmp_path / "out"
+    report.write_all(r, out)
+    dom = chromium(tmp_path, "--dump-dom", (out / "index.html").as_uri()).stdout
+    links = Links()
+    links.feed(dom)
+    assert [text for _, text in links.first_bad] == [
+        "first bad: patches/mm/0001-mm-pagecache-add-lock.patch"]
+    href = links.first_bad[0][0]
+    assert href.startswith("#") and href[1:] in links.ids and href.endswith("-repro")
