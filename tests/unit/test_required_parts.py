@@ -39,7 +39,7 @@ def test_make_test_without_chromium_fails_saying_so(tmp_path):
     assert p.returncode == 1, p.stdout + p.stderr
     assert missing_lines(p) == [
         "MISSING chromium: no headless Chromium on PATH (apt-get install chromium; make deps)"
-        " (2 tests)"], p.stdout
+        " (3 tests)"], p.stdout
     assert " passed" not in p.stdout and " skipped" not in p.stdout, p.stdout
 
 
@@ -53,7 +53,7 @@ def test_by_hand_it_skips_saying_why(tmp_path):
     cmd = f"/usr/bin/python3 -m pytest -c tests/pytest.ini --rootdir=tests -q -rs {CHROMIUM_TESTS}"
     p = run(cmd, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "2 skipped" in p.stdout and "missing chromium" in p.stdout and not missing_lines(p)
+    assert "3 skipped" in p.stdout and "missing chromium" in p.stdout and not missing_lines(p)
 
 
 def test_optional_variant_may_skip_strict(tmp_path):
