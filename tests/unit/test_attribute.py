@@ -143,7 +143,7 @@ def test_a_commit_that_does_not_build_is_skipped_and_said(tmp_path, monkeypatch,
         {"g": "1\n"}, {"broken": "1\n"}, {"broken": None}, {"bug": "1\n"}, {"h": "1\n"}])
     a = topic_a(s.run()).attribution
     assert a["commit"] == s.commits[3] and a["skipped"] == [s.commits[1]]
-    assert "1 commit(s) skipped: they do not build" in attribute.line("topic/a", a)
+    assert "1 commit(s) skipped: they do not build" in rep.attribution_text("topic/a", a)
 
 
 def test_a_bug_right_after_a_commit_that_does_not_build_is_a_range(tmp_path, monkeypatch,
@@ -171,7 +171,7 @@ def test_the_bound_says_what_it_narrowed_to(tmp_path, monkeypatch, parser):  # n
     a = topic_a(s.run(attribute=1)).attribution
     assert a["boots"] == 1 and "commit" not in a and a["stopped"] == "the bound of boots"
     assert a["range"] == s.commits[:2]
-    assert "first bad commit among 2" in attribute.line("topic/a", a)
+    assert "first bad commit among 2" in rep.attribution_text("topic/a", a)
 
 
 def test_nothing_runs_when_the_branch_passes_or_when_asked_not_to(tmp_path, monkeypatch, parser):  # noqa: F811,E501

@@ -15,6 +15,7 @@ from ktopic.branches.generate import Generator
 from ktopic.commands import common
 from ktopic.errors import Failure
 from ktopic.send import signoffs
+from ktopic.send.sender import identity
 
 
 def register(sub) -> None:
@@ -28,7 +29,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     m = common._manifest(args)
-    sender = signoffs.identity(m)
+    sender = identity(m)
     specs = m.resolve(args.names) if args.names else [m.series_branch("integration")]
     changed = []
     for spec in specs:

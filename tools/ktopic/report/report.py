@@ -721,8 +721,23 @@ def failure_lines(report: R.Report) -> list[str]:
 
 def attribution_line(b: R.BranchResult) -> str:
     """"<branch>: first bad commit <id> ("<subject>", <patch>) after N boot(s)"."""
-    from ktopic.runner.attribute import line
-    return line(b.branch, b.attribution)
+    return attribution_text(b.branch, b.attribution)
+
+
+def attribution_text(branch: str, a: dict) -> str:
+    """One line for the end of a run and the JUnit message."""
+    pair = f"fails with {' and '.join(a['topics'])} stacked alone; " if a.get("topics") else ""
+    if a.get("commit"):
+        where = f", {a['patch']}" if a.get("patch") else ""
+        text = f"{pair}first bad commit {a['commit'][:12]} (\"{a['subject']}\"{where})"
+    elif a.get("range"):
+        text = (f"{pair}first bad commit among {len(a['range'])}: {a['range'][0][:12]}.."
+                f"{a['range'][-1][:12]} (stopped by {a['stopped']})")
+    else:
+        return f"{branch}: no first bad commit: {a.get('error', 'unknown')}"
+    if a.get("skipped"):
+        text += f"; {len(a['skipped'])} commit(s) skipped: they do not build"
+    return f"{branch}: {text} after {a.get('boots', 0)} boot(s)"
 
 
 def print_report(report: R.Report, console=None) -> None:

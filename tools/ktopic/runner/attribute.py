@@ -138,19 +138,3 @@ def wanted(t: Target, br: R.BranchResult) -> bool:
     base's, and not one that only load made (a time-out alone)."""
     sig = signature(br)
     return t.topic != BASE and not br.ok and bool(sig - {(k, "") for k in LOAD_KINDS})
-
-
-def line(branch: str, a: dict) -> str:
-    """One line for the end of a run and the JUnit message."""
-    pair = f"fails with {' and '.join(a['topics'])} stacked alone; " if a.get("topics") else ""
-    if a.get("commit"):
-        where = f", {a['patch']}" if a.get("patch") else ""
-        text = f"{pair}first bad commit {a['commit'][:12]} (\"{a['subject']}\"{where})"
-    elif a.get("range"):
-        text = (f"{pair}first bad commit among {len(a['range'])}: {a['range'][0][:12]}.."
-                f"{a['range'][-1][:12]} (stopped by {a['stopped']})")
-    else:
-        return f"{branch}: no first bad commit: {a.get('error', 'unknown')}"
-    if a.get("skipped"):
-        text += f"; {len(a['skipped'])} commit(s) skipped: they do not build"
-    return f"{branch}: {text} after {a.get('boots', 0)} boot(s)"

@@ -213,7 +213,7 @@ class Runner:
             if pairs.wanted(self, t, self.plain_results):
                 found = pairs.find(self, t, br, self.opts.attribute)
             br.attribution = found or attribute.first_bad(self, t, br, self.opts.attribute)
-        self.note(t, "attribute", FAIL, attribute.line(t.branch, br.attribution))
+        self.note(t, "attribute", FAIL, rep.attribution_text(t.branch, br.attribution))
 
     def mutant_runner(self) -> "Runner":
         """A runner whose outputs go to <out>/mutants/ (what `ktopic mutate`

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ktopic.send import cover, deliver, revisions, sentrecord, signoffs
+from ktopic.send.sender import identity
 from ktopic.model import yamlpos
 from ktopic.errors import Failure, KtopicError
 from ktopic.branches.generate import BACKUP, MADE, Generator, base_commit, worktree_branches
@@ -259,7 +260,7 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     check_recipients(m, t)
     check_placeholders(m, t)
     if send:
-        signoffs.refuse(m, t, signoffs.identity(m), "--send")
+        signoffs.refuse(m, t, identity(m), "--send")
     if send and not smtp_server():
         raise KtopicError("--send needs an SMTP server: `git config --global sendemail.smtpserver "
                           "HOST` (and smtpserverport, smtpuser as for git send-email)")
@@ -386,7 +387,7 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
 # --- b4 in a sparse worktree ------------------------------------------------------
 
 def b4_env(plan: Plan, template: Path) -> dict:
-    name, addr = email.utils.parseaddr(signoffs.identity(plan.m))
+    name, addr = email.utils.parseaddr(identity(plan.m))
     name = name or sender(plan.m)[0]
     config = {
         "core.sparseCheckout": "true",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ktopic.send import cover, revisions, signoffs
+from ktopic.send.sender import identity
 from ktopic.errors import KtopicError
 from ktopic.branches.generate import base_commit
 from ktopic.plumbing.gitutil import Git
@@ -114,7 +115,7 @@ def run(m: Manifest, wd: Workdir, name: str, retag: bool = False,
     rev = state.current
     if not unsent:
         check_sent(state, t.branch, name, rel)
-    ident = signoffs.identity(m)
+    ident = identity(m)
     signoffs.refuse(m, t, ident, "pull-request")
     who, addr = email.utils.parseaddr(ident)
     who = who or sender(m)[0]

@@ -22,30 +22,16 @@ import email.policy
 import email.utils
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from ktopic.errors import KtopicError
 from ktopic.plumbing.patchfile import parse
+from ktopic.send.sender import address
 from ktopic.send.trailers import TRAILER_LINE, _eol, _layout
 
 
-def _addr(ident: str) -> str:
-    return email.utils.parseaddr(ident)[1].strip().lower()
-
-
-def identity(m) -> str:
-    """The sender: git's sendemail.from, else user.name <user.email> (as
-    git send-email has it), else the manifest's series.from."""
-    def get(key: str) -> str:
-        p = subprocess.run(["git", "config", "--get", key], capture_output=True, text=True,
-                           cwd=m.root)
-        return p.stdout.strip()
-    ident = get("sendemail.from")
-    if not _addr(ident) and get("user.name") and get("user.email"):
-        ident = f"{get('user.name')} <{get('user.email')}>"      # as git writes a sign-off
-    return ident if _addr(ident) else m.series.sender
+_addr = address
 
 
 @dataclass

@@ -52,6 +52,7 @@ from ktopic.errors import KtopicError
 from ktopic.model.manifest import Manifest
 from ktopic.plumbing.patchfile import parse
 from ktopic.send import revisions
+from ktopic.send.sender import identity
 
 ADDR = re.compile(r"[^@\s<>\"(),;:]+@[^@\s<>\"(),;:]+\.[^@\s<>\"(),;:.]+")
 # What b4's follow-up parser treats as a trailer line (b4 0.12, find_trailers).
@@ -425,7 +426,6 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
             for x in r.delivered + ([r.message_id] if r.message_id else []):
                 older[_clean(x)] = n
     out = Plan(label, branch, rev.number)
-    from ktopic.send.signoffs import identity
     applier = email.utils.parseaddr(identity(m))[1]
     patches: dict[int, tuple[str, object]] = {}
     existings: dict[str, list] = {}
