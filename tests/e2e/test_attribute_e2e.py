@@ -10,10 +10,14 @@ appends to init/main.c, so a probe recompiles one file:
                  the second of three commits is named
     e2e-attr-b   hooks, a commit that does not build, its fix, the bug, a
                  comment: the bug is named, the broken commit skipped
-    e2e-attr-x   include/linux/ktopic_e2e_limit.h lowers a limit to 5
-    e2e-attr-y   hooks, then a case that needs the limit to be at least
-                 10 when the header is there; x and y pass alone, stacked
+    e2e-attr-x   lowers a limit to 5 (a #define at the top of init/main.c)
+    e2e-attr-y   hooks, then a case that needs the limit, 16 unless
+                 defined, to be at least 10; x and y pass alone, stacked
                  they fail: the pair and y's second commit are named
+
+(The limit is in init/main.c itself, not in a new header: kbuild does
+not rebuild an object for a header that did not exist when it was
+compiled, so a build directory seeded from y's would not see it.)
 
 Needs the work directory with the base imported; skipped otherwise.
 """
@@ -57,11 +61,9 @@ BUG = "return 1;\n}\n\nstatic void ktopic_e2e_attr_case"
 BUGGY = "return 2;\n}\n\nstatic void ktopic_e2e_attr_case"
 BROKEN = "\nstatic int ktopic_e2e_attr_broken(void) { return }\n"
 COMMENT = "\n/* ktopic end-to-end attribution test: a harmless change. */\n"
-LIMIT_H = "/* SPDX-License-Identifier: GPL-2.0 */\n#define KTOPIC_E2E_LIMIT 5\n"
+LIMIT = "#define KTOPIC_E2E_LIMIT 5\n"
 NEEDS_LIMIT = r'''
-#if __has_include(<linux/ktopic_e2e_limit.h>)
-#include <linux/ktopic_e2e_limit.h>
-#else
+#ifndef KTOPIC_E2E_LIMIT
 #define KTOPIC_E2E_LIMIT 16
 #endif
 
@@ -98,7 +100,7 @@ def chain(wd, base: str, main_c: str, topic: str, tmp, start: str | None = None,
     text = main_c if text is None else text
     head, out = start or base, []
     for subject in STEPS[topic]:
-        files = {}
+        files: dict[str, str] = {}
         if subject.endswith("hooks"):
             text += HOOKS
         elif subject.endswith("the bug"):
@@ -111,59 +113,79 @@ def chain(wd, base: str, main_c: str, topic: str, tmp, start: str | None = None,
             text += COMMENT
         elif subject.endswith("needs the limit"):
             text += NEEDS_LIMIT
-        if subject.endswith("lower the limit"):
-            files["include/linux/ktopic_e2e_limit.h"] = LIMIT_H
-        else:
-            files["init/main.c"] = text
+        elif subject.endswith("lower the limit"):
+            text = LIMIT + text
+        files["init/main.c"] = text
         head = commit_on(wd.git_dir, head, files, subject, tmp)
         out.append(head)
     return out
 
 
-def manifest_text(patches: dict[str, list[str]]) -> str:
+SUITES = {"e2e-attr-a": ["ktopic_e2e_attr"], "e2e-attr-b": ["ktopic_e2e_attr"],
+          "e2e-attr-x": [], "e2e-attr-y": ["ktopic_e2e_attr", "ktopic_e2e_limit"]}
+
+
+def manifest_text(names: list[str], integration: str) -> str:
+    """The topics names, and an integration branch stacking them all."""
     lines = list(MANIFEST_HEAD)
-    suites = {"e2e-attr-a": ["ktopic_e2e_attr"], "e2e-attr-b": ["ktopic_e2e_attr"],
-              "e2e-attr-x": [], "e2e-attr-y": ["ktopic_e2e_attr", "ktopic_e2e_limit"]}
-    for name in STEPS:
+    for name in names:
         lines += [f"  {name}:", f"    description: attribution test topic {name}",
                   f"    branch: e2e/{name[4:]}", "    patches:"]
-        lines += [f"      - {p}" for p in patches[name]]
-        if suites[name]:
-            lines.append(f"    kunit: [{', '.join(suites[name])}]")
-    lines += ["integration:", "  branch: e2e/attr-all", "  topics: [e2e-attr-x, e2e-attr-y]", ""]
+        lines += [f"      - {i:04d}-{name}.patch" for i in range(1, len(STEPS[name]) + 1)]
+        if SUITES[name]:
+            lines.append(f"    kunit: [{', '.join(SUITES[name])}]")
+    lines += ["integration:", f"  branch: e2e/{integration}", f"  topics: [{', '.join(names)}]",
+              ""]
     return "\n".join(lines)
+
+
+def write_patches(wd, root, name: str, commits: list[str]) -> None:
+    d = root / "patches" / name
+    d.mkdir(parents=True)
+    for i, c in enumerate(commits, 1):
+        text = git(wd.git_dir, "format-patch", "-1", "--stdout", c)
+        (d / f"{i:04d}-{name}.patch").write_text(text.rstrip("\n") + "\n")
+
+
+def run_ci(root, out, *names) -> tuple:
+    p = ktopic(root, "ci", "--no-check", "--no-cache", *names, "-o", str(out),
+               "--silence", "20", "--timeout", "180")
+    assert (out / "report.json").is_file(), p.stdout[-3000:] + p.stderr[-3000:]
+    report = R.Report.from_json((out / "report.json").read_text())
+    return p, report
 
 
 @pytest.fixture(scope="module")
 def attributed(tmp_path_factory):
+    """Two projects: topics a and b (their integration branch is not
+    run), and topics x and y with the integration branch that stacks
+    them."""
     wd, base = work_repo()
     tmp = tmp_path_factory.mktemp("e2e-attr")
-    root = project(tmp)
-    main_c = git(wd.git_dir, "show", f"{base}:init/main.c")
-    heads, refs, patches = {}, [], {}
-    for name in STEPS:
-        heads[name] = chain(wd, base, main_c, name, tmp)
-    # for-next: x, then y's commits on it.
-    stacked = chain(wd, base, main_c, "e2e-attr-y", tmp, start=heads["e2e-attr-x"][-1])
-    for name, commits in heads.items():
-        d = root / "patches" / name
-        d.mkdir(parents=True)
-        patches[name] = []
-        for i, c in enumerate(commits, 1):
-            text = git(wd.git_dir, "format-patch", "-1", "--stdout", c)
-            fname = f"{i:04d}-{name}.patch"
-            (d / fname).write_text(text + ("\n" if not text.endswith("\n") else ""))
-            patches[name].append(fname)
-        refs.append(f"refs/heads/e2e/{name[4:]}")
-        git(wd.git_dir, "update-ref", refs[-1], commits[-1])
-    refs.append("refs/heads/e2e/attr-all")
-    git(wd.git_dir, "update-ref", refs[-1], stacked[-1])
-    (root / "branches.yaml").write_text(manifest_text(patches))
-    p = ktopic(root, "ci", "--no-check", "--no-cache", "-o", str(tmp / "out"),
-               "--silence", "20", "--timeout", "180")
-    report = R.Report.from_json((tmp / "out" / "report.json").read_text())
-    yield {"proc": p, "by": {b.topic: b for b in report.branches}, "heads": heads,
-           "out": tmp / "out", "wd": wd, "report": report}
+    # git() strips its output; the file ends with a newline.
+    main_c = git(wd.git_dir, "show", f"{base}:init/main.c") + "\n"
+    heads = {name: chain(wd, base, main_c, name, tmp) for name in STEPS}
+    # The stack of x and y: y's commits on x.
+    stacked = chain(wd, base, main_c, "e2e-attr-y", tmp, start=heads["e2e-attr-x"][-1],
+                    text=LIMIT + main_c)
+    refs = {f"refs/heads/e2e/{n[4:]}": heads[n][-1] for n in STEPS}
+    refs["refs/heads/e2e/attr-xy"] = stacked[-1]
+    refs["refs/heads/e2e/attr-ab"] = heads["e2e-attr-a"][-1]    # never run
+    for ref, commit in refs.items():
+        git(wd.git_dir, "update-ref", ref, commit)
+    projects = {}
+    for label, names, integ in (("ab", ["e2e-attr-a", "e2e-attr-b"], "attr-ab"),
+                                ("xy", ["e2e-attr-x", "e2e-attr-y"], "attr-xy")):
+        root = project(tmp / label)
+        for n in names:
+            write_patches(wd, root, n, heads[n])
+        (root / "branches.yaml").write_text(manifest_text(names, integ))
+        projects[label] = root
+    p1, r1 = run_ci(projects["ab"], tmp / "out-ab", "e2e-attr-a", "e2e-attr-b")
+    p2, r2 = run_ci(projects["xy"], tmp / "out-xy")
+    by = {b.topic: b for b in r1.branches + r2.branches if b.topic != "base"}
+    yield {"log": p1.stdout + p2.stdout, "by": by, "heads": heads, "out": tmp / "out-ab",
+           "wd": wd}
     for ref in refs:
         git(wd.git_dir, "update-ref", "-d", ref)
 
@@ -177,14 +199,14 @@ def test_the_second_of_three_commits_is_named(attributed):
     assert "(first bad: patches/e2e-attr-a/0002-e2e-attr-a.patch)" in junit
     html = (attributed["out"] / "index.html").read_text()
     assert "first bad: patches/e2e-attr-a/0002-e2e-attr-a.patch" in html
-    assert f'first bad commit {a["commit"][:12]} ("attr-a: the bug"' in attributed["proc"].stdout
+    assert f'first bad commit {a["commit"][:12]} ("attr-a: the bug"' in attributed["log"]
 
 
 def test_a_commit_that_does_not_build_is_skipped_and_said(attributed):
     a = attributed["by"]["e2e-attr-b"].attribution
     heads = attributed["heads"]["e2e-attr-b"]
     assert a.get("commit") == heads[3] and a["skipped"] == [heads[1]], a
-    assert "skipped: they do not build" in attributed["proc"].stdout
+    assert "skipped: they do not build" in attributed["log"]
 
 
 def test_the_pair_and_the_commit_are_named(attributed):
