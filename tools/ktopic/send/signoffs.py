@@ -20,12 +20,11 @@ from __future__ import annotations
 import email.parser
 import email.policy
 import email.utils
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from ktopic.errors import KtopicError
+from ktopic.fileio import replace_together
 from ktopic.plumbing.patchfile import parse
 from ktopic.send.sender import address
 from ktopic.send.trailers import TRAILER_LINE, _eol, _layout
@@ -172,18 +171,8 @@ def sign(m, spec, sender: str, dry_run: bool = False) -> list[str]:
         new = signed(m, old, rel, sender)
         if new != old:
             edits.append((path, rel, old, new))
-    tmps = []
-    try:
-        for path, rel, old, new in [] if dry_run else edits:
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmps.append((tmp, path))
-            tmp.write_bytes(new)
-            shutil.copymode(path, tmp)
-            _same_patch(path, tmp, rel, sender)
-        for tmp, path in tmps:
-            tmp.replace(path)
-    finally:
-        for tmp, _ in tmps:
-            if tmp.exists():
-                tmp.unlink()
+    rels = {path: rel for path, rel, _, _ in edits}
+    if not dry_run:
+        replace_together([(path, new) for path, _, _, new in edits],
+                         lambda path, tmp: _same_patch(path, tmp, rels[path], sender))
     return [rel for _, rel, _, _ in edits]

@@ -41,14 +41,13 @@ import email.policy
 import email.utils
 import logging
 import mailbox
-import os
 import re
-import shutil
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ktopic.errors import KtopicError
+from ktopic.fileio import replace_together
 from ktopic.model.manifest import Manifest
 from ktopic.plumbing.patchfile import parse
 from ktopic.send import revisions
@@ -571,21 +570,13 @@ def _check(ed: PatchEdit, tmp: Path) -> None:
 
 def write(p: Plan) -> None:
     """Every edited patch file, or none: each is written beside itself
-    first, then all are renamed into place."""
-    tmps = []
-    try:
-        for ed in p.edits.values():
-            if ed.path.read_bytes() != ed.old:
-                raise KtopicError("changed while the replies were read; nothing was written",
-                                  ed.file)
-            tmp = ed.path.with_name(f".{ed.path.name}.{os.getpid()}.tmp")
-            tmps.append((tmp, ed.path))
-            tmp.write_bytes(ed.data)
-            shutil.copymode(ed.path, tmp)
-            _check(ed, tmp)                 # the same patch to git am, the trailers added
-        for tmp, path in tmps:
-            tmp.replace(path)
-    finally:
-        for tmp, _ in tmps:
-            if tmp.exists():
-                tmp.unlink()
+    first, checked, then all are renamed into place."""
+    edits = {ed.path: ed for ed in p.edits.values()}
+
+    def check(path: Path, tmp: Path) -> None:
+        ed = edits[path]
+        if path.read_bytes() != ed.old:
+            raise KtopicError("changed while the replies were read; nothing was written",
+                              ed.file)
+        _check(ed, tmp)                 # the same patch to git am, the trailers added
+    replace_together([(ed.path, ed.data) for ed in p.edits.values()], check)
