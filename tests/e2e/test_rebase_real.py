@@ -11,11 +11,11 @@ of it, xz -0) with, in topics that do not depend on one another:
   context): `upstream`, found because a three-way merge leaves the tree
   as it is;
 - a line in the context of fs 0001 changed: `3-way`, the patch rewritten;
-- the line fs 0003 removes changed: `conflict`;
+- the line fs 0004 removes changed: `conflict`;
 - unrelated changes (Makefile's SUBLEVEL, README); every other patch
   `applied`.
 
-The rebase stops fs at 0003 with a sparse worktree, listing the file and
+The rebase stops fs at 0004 with a sparse worktree, listing the file and
 the hunk; the other topics, closures after it too, are rebased and
 committed.  `--abort` puts refs, manifest, patches, stack cache and
 worktrees back exactly.  The rebase runs again; a scripted resolution and
@@ -48,7 +48,7 @@ EXACT = "locking/0001-locking-six-add-SIX-locks-shared-intent-exclusive.patch"
 WHITESPACE = "locking/0003-locking-locktorture-add-six_lock-and-six_lock_pcpu.patch"
 CONTEXT = "mm/0001-mm-pagecache-add-lock.patch"
 THREE_WAY = "fs/0001-fs-insert_inode_locked2.patch"
-CONFLICT = "fs/0003-block-export-the-bio-page-dirtying-helpers-and-blk_s.patch"
+CONFLICT = "fs/0004-block-export-the-bio-page-dirtying-helpers-and-blk_s.patch"
 # ... and the evidence each upstream one is found by.
 EVIDENCE = {EXACT: "patch-id", WHITESPACE: "reverse-applies", CONTEXT: "three-way"}
 
@@ -72,7 +72,7 @@ EDITS = [
     # THREE_WAY: a line of its context, two lines above what fs 0001 adds.
     ("fs/inode.c", "EXPORT_SYMBOL(insert_inode_locked);\n",
      "EXPORT_SYMBOL_GPL(insert_inode_locked);\n"),
-    # CONFLICT: the declaration fs 0003 removes from block/blk.h, changed.
+    # CONFLICT: the declaration fs 0004 removes from block/blk.h, changed.
     ("block/blk.h", BLK_STATUS_TO_STR, BLK_STATUS_TO_STR.replace(");", ") __cold;")),
 ]
 
@@ -300,7 +300,8 @@ def test_rebase_onto_a_newer_real_tree(real_workdir, tmp_path):
 
 # --- a series upstreamed together; an empty resolution -----------------------------
 
-SERIES = ["fs/0001-fs-insert_inode_locked2.patch", "fs/0002-fs-factor-out-d_mark_tmpfile.patch"]
+SERIES = ["fs/0002-fs-KUnit-tests-for-insert_inode_locked2.patch",
+          "fs/0003-fs-factor-out-d_mark_tmpfile.patch"]
 MM = "mm/0001-mm-pagecache-add-lock.patch"
 # A line right next to what mm 0001 adds to fs/inode.c: a conflict.
 MM_EDIT = ("fs/inode.c", '\t\t\t\t   "mapping.invalidate_lock");\n',
@@ -308,8 +309,8 @@ MM_EDIT = ("fs/inode.c", '\t\t\t\t   "mapping.invalidate_lock");\n',
 
 
 def test_series_upstream_and_empty_resolution(real_workdir, tmp_path):
-    """fs 0001 and 0002 upstream together, their added lines indented with
-    spaces (0002's Kconfig and Makefile lines sit in 0001's context, so 0001
+    """fs 0002 and 0003 upstream together, their added lines indented with
+    spaces (0003's Kconfig and Makefile lines sit in 0002's context, so 0003
     alone conflicts); a conflict in mm 0001 resolved by taking the new
     base's side of every file.  The fs pair is found upstream, each with a
     check the old base fails; the empty resolution is not taken for
