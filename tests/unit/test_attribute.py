@@ -40,6 +40,42 @@ def console(failing: set[str]) -> str:
             "ktopic-init: done\n")
 
 
+def kernel_of_files(monkeypatch, tmp_path, parser, repo, bare, failing_of):  # noqa: F811
+    """repo's qemu/, and a fake build and boot whose kernel is its commit
+    of the bare repository: it does not build when the commit holds a file
+    `broken`; failing_of(has, commit) names the cases of suite_a that fail
+    (has(commit, file): the commit holds file).  Gives the commits booted."""
+    for d in ("configs", "init", "tests"):
+        (repo / "qemu" / d).mkdir(parents=True)
+    (repo / "qemu/configs/base.config").write_text("CONFIG_A=y\n")
+    (repo / "qemu/init/init.c").write_text("int main(){}\n")
+    booted: list[str] = []
+
+    def has(commit: str, name: str) -> bool:
+        return subprocess.run(["git", "cat-file", "-e", f"{commit}:{name}"], cwd=bare,
+                              capture_output=True).returncode == 0
+
+    def fake_build(root_, git_dir, req):
+        out = root_ / "build" / req.name
+        (out / "arch/x86/boot").mkdir(parents=True, exist_ok=True)
+        (out / "arch/x86/boot/bzImage").write_text(req.commit)
+        (out / "ktopic-build.log").write_text("built\n")
+        ok = not has(req.commit, "broken")
+        return buildmod.BuildResult(name=req.name, ok=ok, out=out, seconds=1.0,
+                                    bzimage=out / "arch/x86/boot/bzImage",
+                                    log=out / "ktopic-build.log", toolchain={"gcc": "gcc 12"},
+                                    error="" if ok else "broken: does not compile")
+
+    def fake_boot(req):
+        commit = req.kernel.read_text()
+        booted.append(commit)
+        req.console.write_text(console(failing_of(has, commit)))
+        return bootmod.BootResult("done", 1.0, req.console, "qemu-system-x86_64 ...")
+
+    fake_kernel(monkeypatch, tmp_path, fake_build, fake_boot, parser)
+    return booted
+
+
 def make(tmp_path, monkeypatch, parser, commits):  # noqa: F811
     """topic/a on base: one commit per entry of commits, each a dict of
     files to write (None: remove); its patch files name each commit's
@@ -76,36 +112,10 @@ def make(tmp_path, monkeypatch, parser, commits):  # noqa: F811
     subprocess.run(["git", "clone", "-q", "--bare", str(src), str(root / "linux.git")],
                    env=ENV, check=True)
     bare = root / "linux.git"
-    for d in ("configs", "init", "tests"):
-        (repo / "qemu" / d).mkdir(parents=True)
-    (repo / "qemu/configs/base.config").write_text("CONFIG_A=y\n")
-    (repo / "qemu/init/init.c").write_text("int main(){}\n")
     m = manifest(tmp_path, [topic("a", kunit=["suite_a"], patches=patches)])
-    booted: list[str] = []
-
-    def has(commit: str, name: str) -> bool:
-        return subprocess.run(["git", "cat-file", "-e", f"{commit}:{name}"], cwd=bare,
-                              capture_output=True).returncode == 0
-
-    def fake_build(root_, git_dir, req):
-        out = root_ / "build" / req.name
-        (out / "arch/x86/boot").mkdir(parents=True, exist_ok=True)
-        (out / "arch/x86/boot/bzImage").write_text(req.commit)
-        (out / "ktopic-build.log").write_text("built\n")
-        ok = not has(req.commit, "broken")
-        return buildmod.BuildResult(name=req.name, ok=ok, out=out, seconds=1.0,
-                                    bzimage=out / "arch/x86/boot/bzImage",
-                                    log=out / "ktopic-build.log", toolchain={"gcc": "gcc 12"},
-                                    error="" if ok else "broken: does not compile")
-
-    def fake_boot(req):
-        commit = req.kernel.read_text()
-        booted.append(commit)
-        failing = {c for c, f in (("c", "bug"), ("d", "other")) if has(commit, f)}
-        req.console.write_text(console(failing))
-        return bootmod.BootResult("done", 1.0, req.console, "qemu-system-x86_64 ...")
-
-    fake_kernel(monkeypatch, tmp_path, fake_build, fake_boot, parser)
+    booted = kernel_of_files(monkeypatch, tmp_path, parser, repo, bare,
+                             lambda has, c: {x for x, f in (("c", "bug"), ("d", "other"))
+                                             if has(c, f)})
     wd = Workdir(root)
     own = git("rev-list", "--reverse", "base..topic/a").split()
 

@@ -13,15 +13,13 @@ from types import SimpleNamespace
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
-from ktopic.kernel import boot as bootmod  # noqa: E402
-from ktopic.kernel import build as buildmod  # noqa: E402
 from ktopic.model.workdir import Workdir  # noqa: E402
 from ktopic.report import report as rep  # noqa: E402
 from ktopic.runner import runner as runmod  # noqa: E402
 from ktopic.runner.options import Options  # noqa: E402
 
-from test_attribute import console  # noqa: E402
-from test_ci import ENV, fake_kernel, manifest, topic  # noqa: E402
+from test_attribute import kernel_of_files  # noqa: E402
+from test_ci import ENV, manifest, topic  # noqa: E402
 from test_ktap import parser  # noqa: E402,F401  (fixture)
 
 TOPICS = {"a": [{"limit_low": "1\n"}], "b": [{"g": "1\n"}, {"needs_limit": "1\n"}],
@@ -66,34 +64,10 @@ def stacked(tmp_path, monkeypatch, parser, topics=TOPICS):  # noqa: F811
     subprocess.run(["git", "clone", "-q", "--bare", str(src), str(root / "linux.git")],
                    env=ENV, check=True)
     bare = root / "linux.git"
-    for d in ("configs", "init", "tests"):
-        (repo / "qemu" / d).mkdir(parents=True)
-    (repo / "qemu/configs/base.config").write_text("CONFIG_A=y\n")
-    (repo / "qemu/init/init.c").write_text("int main(){}\n")
     m = manifest(tmp_path, [topic(n, kunit=["suite_a"], patches=patches[n]) for n in topics])
-    booted: list[str] = []
-
-    def has(commit, name):
-        return subprocess.run(["git", "cat-file", "-e", f"{commit}:{name}"], cwd=bare,
-                              capture_output=True).returncode == 0
-
-    def fake_build(root_, git_dir, req):
-        out = root_ / "build" / req.name
-        (out / "arch/x86/boot").mkdir(parents=True, exist_ok=True)
-        (out / "arch/x86/boot/bzImage").write_text(req.commit)
-        (out / "ktopic-build.log").write_text("built\n")
-        return buildmod.BuildResult(name=req.name, ok=True, out=out, seconds=1.0,
-                                    bzimage=out / "arch/x86/boot/bzImage",
-                                    log=out / "ktopic-build.log", toolchain={"gcc": "gcc 12"})
-
-    def fake_boot(req):
-        commit = req.kernel.read_text()
-        booted.append(commit)
-        bad = has(commit, "limit_low") and has(commit, "needs_limit")
-        req.console.write_text(console({"c"} if bad else set()))
-        return bootmod.BootResult("done", 1.0, req.console, "qemu-system-x86_64 ...")
-
-    fake_kernel(monkeypatch, tmp_path, fake_build, fake_boot, parser)
+    booted = kernel_of_files(monkeypatch, tmp_path, parser, repo, bare,
+                             lambda has, c: {"c"} if has(c, "limit_low") and
+                             has(c, "needs_limit") else set())
     wd = Workdir(root)
 
     def run(**kw):
