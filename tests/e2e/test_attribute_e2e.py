@@ -185,7 +185,7 @@ def attributed(tmp_path_factory):
     p2, r2 = run_ci(projects["xy"], tmp / "out-xy")
     by = {b.topic: b for b in r1.branches + r2.branches if b.topic != "base"}
     yield {"log": p1.stdout + p2.stdout, "by": by, "heads": heads, "out": tmp / "out-ab",
-           "wd": wd}
+           "out-xy": tmp / "out-xy", "wd": wd}
     for ref in refs:
         git(wd.git_dir, "update-ref", "-d", ref)
 
@@ -207,6 +207,13 @@ def test_a_commit_that_does_not_build_is_skipped_and_said(attributed):
     heads = attributed["heads"]["e2e-attr-b"]
     assert a.get("commit") == heads[3] and a["skipped"] == [heads[1]], a
     assert "skipped: they do not build" in attributed["log"]
+    shown(attributed["out"], "e2e_attr-b", "patches/e2e-attr-b/0004-e2e-attr-b.patch")
+
+
+def shown(out, branch_dir: str, patch: str) -> None:
+    """The failing JUnit cases' message and the HTML cell name the patch."""
+    assert f"(first bad: {patch})" in (out / branch_dir / "junit.xml").read_text()
+    assert f"first bad: {patch}</a>" in (out / "index.html").read_text()
 
 
 def test_the_pair_and_the_commit_are_named(attributed):
@@ -216,6 +223,7 @@ def test_the_pair_and_the_commit_are_named(attributed):
     assert a.get("topics") == ["e2e-attr-x", "e2e-attr-y"], a
     assert (a["commit"], a["patch"]) == (attributed["heads"]["e2e-attr-y"][1],
                                         "patches/e2e-attr-y/0002-e2e-attr-y.patch")
+    shown(attributed["out-xy"], "e2e_attr-xy", "patches/e2e-attr-y/0002-e2e-attr-y.patch")
     refs = git(attributed["wd"].git_dir, "for-each-ref", "refs/ktopic/probe/")
     assert refs == ""
     print(f"attribution boots: a {by['e2e-attr-a'].attribution['boots']}, "
