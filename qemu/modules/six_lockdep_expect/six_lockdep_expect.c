@@ -8,6 +8,9 @@
  *   read_write  one task takes read, then intent, then write on one lock:
  *               write waits for the task's own read.  Must report
  *               "possible recursive locking detected".
+ *   read_read   one task takes read twice on one lock: the second would
+ *               queue behind a writer that waits for the first.  Must
+ *               report "possible recursive locking detected".
  *   abba        read A then write B, later read B then write A: two tasks
  *               doing one each wait for each other's read.  Must report
  *               "possible circular locking dependency detected".
@@ -26,7 +29,7 @@
 
 static char *lock_case = "";
 module_param_named(case, lock_case, charp, 0444);
-MODULE_PARM_DESC(case, "read_write or abba");
+MODULE_PARM_DESC(case, "read_write, read_read or abba");
 
 static struct six_lock lock_a, lock_b;
 
@@ -50,6 +53,15 @@ static void six_expect_read_write(void)
 	six_unlock_read(&lock_a);
 }
 
+static void six_expect_read_read(void)
+{
+	six_lock_read(&lock_a, NULL, NULL);
+	/* Nobody waits for write here, so this gets in; lockdep reports */
+	six_lock_read(&lock_a, NULL, NULL);
+	six_unlock_read(&lock_a);
+	six_unlock_read(&lock_a);
+}
+
 static void six_expect_read_then_write(struct six_lock *r, struct six_lock *w)
 {
 	six_lock_read(r, NULL, NULL);
@@ -68,11 +80,13 @@ static int __init six_lockdep_expect_init(void)
 
 	if (!strcmp(lock_case, "read_write")) {
 		six_expect_read_write();
+	} else if (!strcmp(lock_case, "read_read")) {
+		six_expect_read_read();
 	} else if (!strcmp(lock_case, "abba")) {
 		six_expect_read_then_write(&lock_a, &lock_b);
 		six_expect_read_then_write(&lock_b, &lock_a);
 	} else {
-		pr_info("six_lockdep_expect: no case \"%s\"; use case=read_write or case=abba\n",
+		pr_info("six_lockdep_expect: no case \"%s\"; use case=read_write, read_read or abba\n",
 			lock_case);
 	}
 	pr_info("six_lockdep_expect: case \"%s\" done, lockdep %s\n", lock_case,
