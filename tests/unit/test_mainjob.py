@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from ktopic.commands import cmd_ci  # noqa: E402
 from ktopic.errors import KtopicError  # noqa: E402
-from ktopic.gates import check  # noqa: E402
+from ktopic.gates import check, registry  # noqa: E402
 from ktopic.kernel import boot as bootmod  # noqa: E402
 from ktopic.kernel import build as buildmod  # noqa: E402
 from ktopic.kernel import seeds  # noqa: E402
@@ -118,11 +118,10 @@ def job(tmp_path, monkeypatch, parser):  # noqa: F811
         req.console.write_text(text)
         return bootmod.BootResult("done", 1.0, req.console, "qemu-system-x86_64 ...")
 
-    def fake_check(m_, wd_, name, out_dir=None, bisect=False, warnings=False, jobs=0,
-                   steps=None):
-        if bisect or warnings:
+    def fake_check(m_, wd_, name, out_dir=None, gates=(), jobs=0, steps=None):
+        if gates:
             events.append(("gates", name))
-        bad = name in gate_fails and (bisect or warnings)
+        bad = name in gate_fails and bool(gates)
         st = R.StageResult("check", R.FAIL if bad else R.PASS, 0.0,
                            "bisect: abc does not build" if bad else "ok")
         return st, {"findings": [R.Finding("bisect", "abc does not build")] if bad else []}
@@ -134,7 +133,10 @@ def job(tmp_path, monkeypatch, parser):  # noqa: F811
     def run(names=(), **kw):
         opts = Options(accel="tcg", sanitizers=True, check=True)
         for k, v in kw.items():      # set one by one: a field an older Options lacks is ignored
-            setattr(opts, k, v)
+            if k in registry.GATES:
+                opts.gates += (k,) if v else ()
+            else:
+                setattr(opts, k, v)
         return runmod.run_targets(m, wd, opts, list(names), tmp_path / "out",
                                   write_report=False, use_live=False)
     return SimpleNamespace(run=run, events=events, seeded=seeded, gate_fails=gate_fails,
@@ -364,7 +366,7 @@ def test_tier_one_gives_every_branch_a_verdict_before_any_deep_gate(job):
 
 def test_the_first_verdict_stops_with_the_rest_pending(job, capsys):
     opts = Options(accel="tcg", sanitizers=True, check=True, tiers=True, first_verdict=True,
-                   **MAIN)
+                   mutate=True, gates=tuple(g for g in MAIN if g in registry.GATES))
     out = job.root / "out-first"
     report = runmod.run_targets(job.m, job.wd, opts, [], out, write_report=True,
                                 use_live=True)

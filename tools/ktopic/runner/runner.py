@@ -137,9 +137,9 @@ class Runner:
 
     # --- the stages
     def gated(self, t: Target) -> bool:
-        """The build gates run just before this target's build (and block
-        it): a topic's plain target in a run with --bisect or --warnings."""
-        return (self.opts.bisect or self.opts.warnings) and not t.variant and \
+        """The topic gates run just before this target's build (and block
+        it): a topic's plain target in a run with opts.gates."""
+        return bool(self.opts.gates) and not t.variant and \
             t.topic not in (BASE, INTEGRATION)
 
     def run(self, t: Target) -> R.BranchResult:
@@ -174,8 +174,8 @@ class Runner:
         (checkpatch, bisect builds, warnings)."""
         self.note(t, "check", "running", "gates")
         st, details = check.check_branch(self.m, self.wd, t.topic, self.out_dir,
-                                         bisect=self.opts.bisect, warnings=self.opts.warnings,
-                                         jobs=self.opts.jobs, steps=self.steps)
+                                         gates=self.opts.gates, jobs=self.opts.jobs,
+                                         steps=self.steps)
         self.note(t, "check", st.status, st.summary)
         if st.status == FAIL:
             self.gate_failed.add(t.topic)
