@@ -8,6 +8,7 @@ branch's run (a pipeline job) gives the verdict the main job gives it."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -400,3 +401,36 @@ def test_a_gate_failing_in_tier_two_fails_a_branch_that_booted(job):
 def test_main_job_option_runs_in_tiers_and_first_verdict_needs_it(job):
     with pytest.raises(KtopicError, match="--first-verdict is the first tier of --main-job"):
         cmd_ci.run(ci_args("--first-verdict"))
+
+
+def test_build_only_builds_each_tree_and_config_once(job):
+    """`ktopic build`'s entry point: a target with the tree and config of one
+    built before shares its build and says so; a missing branch is named,
+    not built."""
+    r = runmod.Runner(job.wd, job.m, job.root / "out-build", Options(accel="tcg"))
+    ts = {t.branch: t for t in runmod.targets_from_manifest(job.m, job.m.root / "qemu")}
+    br, res = r.build_only(ts["topic/a"])
+    assert res.ok and br.stage("build").status == R.PASS and br.head
+    again = dataclasses.replace(ts["topic/a"], branch="topic/a-again")
+    br2, res2 = r.build_only(again)
+    assert res2.ok and br2.stage("build").summary == "same tree and config as topic/a"
+    assert [e for e in job.events if e[0] == "build"] == [("build", "topic_a")]
+    subprocess.run(["git", f"--git-dir={job.root / 'linux.git'}", "update-ref", "-d",
+                    "refs/heads/topic/c"], check=True)
+    br3, res3 = r.build_only(ts["topic/c"])
+    assert res3 is None and br3.stage("generate").status == R.FAIL
+    assert "no branch topic/c" in br3.stage("generate").summary
+
+
+def test_build_command_goes_through_the_runners_entry_point(job, monkeypatch, capsys):
+    from ktopic.commands import cmd_build, common
+    monkeypatch.setattr(common, "load_manifest", lambda args: job.m)
+    monkeypatch.setattr(common, "workdir_of", lambda args: job.wd)
+    monkeypatch.setattr(common, "variant_of", lambda args: "")
+    args = SimpleNamespace(all=False, branches=["a", "c"], jobs=1)
+    assert cmd_build.run_build(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [ln.split(":")[0] for ln in out] == ["topic/a", "topic/c"]
+    assert all(": ok: " in ln for ln in out), out
+    assert [e for e in job.events if e[0] == "build"] == [("build", "topic_a"),
+                                                            ("build", "topic_c")]

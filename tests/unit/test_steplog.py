@@ -257,8 +257,8 @@ def test_ci_command_prints_the_table(ci_clock, capsys, monkeypatch):
     w = ci_clock
     monkeypatch.setattr(cmd_ci, "run_targets", lambda *a, **k: runner_mod.run_targets(
         w.m, w.wd, Options(accel="tcg"), ["a"], w.out, write_report=True, use_live=True))
-    monkeypatch.setattr(cmd_ci.common, "_manifest", lambda args: w.m)
-    monkeypatch.setattr(cmd_ci.common, "_workdir", lambda args: w.wd)
+    monkeypatch.setattr(cmd_ci.common, "load_manifest", lambda args: w.m)
+    monkeypatch.setattr(cmd_ci.common, "workdir_of", lambda args: w.wd)
     monkeypatch.setattr(cmd_ci.common, "options_from_args", lambda args: Options(accel="tcg"))
 
     class Args:

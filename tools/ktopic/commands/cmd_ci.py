@@ -90,7 +90,7 @@ def run(args) -> int:
     for g in (g for g, on in chosen.items() if on):
         if _left_out(args, g):
             raise KtopicError(f"--{g} {_left_out(args, g)}")
-    m = common._manifest(args)
+    m = common.load_manifest(args)
     out_dir = Path(args.out or Path(m.root) / "out")
     opts = common.options_from_args(args)
     # The manifest's `sanitizers:` variants run too (not in a whole-run --kasan/--kcsan).
@@ -101,7 +101,7 @@ def run(args) -> int:
     opts.tiers = args.main_job and not args.gates_only
     opts.first_verdict = args.first_verdict
     opts.attribute = 0 if args.no_attribute else max(args.attribute_boots, 0)
-    report = run_targets(m, common._workdir(args), opts, args.branches,
+    report = run_targets(m, common.workdir_of(args), opts, args.branches,
                          out_dir, write_report=True, use_live=True)
     print()
     rep.print_report(report)
