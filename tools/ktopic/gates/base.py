@@ -33,6 +33,7 @@ class GateRun:
     directory (None: not known yet), shared by the gates that build."""
     plan: object
     wd: object
+    m: object = None                 # the manifest (waivers, patches)
     jobs: int = 0
     progress: bool = False
     log: object = None               # callable(str) or None
@@ -49,9 +50,11 @@ class Gate:
     builds = True                    # builds kernels: under the lock, not with --gates-only
     main_job = True                  # one of the main job's gates (runner/options.py)
     rule_files: tuple[str, ...] = () # its code, relative to ktopic/: part of the cache key
+    waiver_prefix = ""               # patches[].waivers types of this gate (TYPE_...)
 
-    def key_parts(self, plan, tools: dict[str, str], wd=None) -> dict:
-        """What the verdict depends on besides the gate's code."""
+    def key_parts(self, plan, tools: dict[str, str], wd=None, m=None) -> dict:
+        """What the verdict depends on besides the gate's code (wd and m:
+        the work directory and the manifest, for a gate that reads them)."""
         raise NotImplementedError
 
     def before(self, run: GateRun) -> None:
@@ -74,7 +77,7 @@ class BuildGate(Gate):
     rule_files = ("gates/bisectable.py", "gates/new_warnings.py", "kernel/build.py",
                   "kernel/kconfig.py", "gates/gatecache.py")
 
-    def key_parts(self, plan, tools: dict[str, str], wd=None) -> dict:
+    def key_parts(self, plan, tools: dict[str, str], wd=None, m=None) -> dict:
         return {"start": plan.start, "head": plan.head,
                 "commits": [sha for sha, _ in plan.commits],
                 "config": kconfig.fragment_hash(plan.fragments),

@@ -174,7 +174,8 @@ def _apply_waivers(pv: PatchVerdict, waivers) -> None:
         if prob.type in hy.WAIVABLE and prob.type in by_type:
             prob.waived = by_type[prob.type]
             used.add(prob.type)
-    pv.unused_waivers = [w.type for w in waivers if w.type not in used]
+    pv.unused_waivers = [w.type for w in waivers
+                         if w.type not in used and not registry.waived_by_a_gate(w.type)]
     pv.ok = not pv.failures()
 
 
@@ -310,7 +311,7 @@ def _run_gates(m, wd, verdicts: list[TopicVerdict], opts: Options, log,
 def _run_gates_steps(m, wd, verdicts: list[TopicVerdict], opts: Options, log,
                      steps: StepLog) -> None:
     names = [g for g in registry.GATES if g in opts.gates]
-    cache = GateCache(wd)
+    cache = GateCache(wd, m)
     todo = []
     for tv in verdicts:
         plan = bs.plan(m, wd, tv.topic)
@@ -354,7 +355,7 @@ def _walk(plan, wd, tv: TopicVerdict, cache, names: list[str], opts: Options, lo
             f"{plan.start[:12]}..{plan.head[:12]} ({len(plan.commits)} commit(s))"
             + "".join(f"; {g} cached" for g in names if hits[g] is not None))
     tv.gates.update({g: hits[g] for g in names if hits[g] is not None})
-    run = GateRun(plan, wd, jobs=opts.jobs, progress=opts.progress, log=log, steps=steps)
+    run = GateRun(plan, wd, cache.m, jobs=opts.jobs, progress=opts.progress, log=log, steps=steps)
     for gate in need:
         gate.before(run)
     for gate in need:

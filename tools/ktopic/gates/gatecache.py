@@ -57,11 +57,11 @@ def rules_hash(files: tuple[str, ...]) -> str:
                           length=16)
 
 
-def key_parts(gate: str, plan, tools: dict[str, str], rules: str, wd=None) -> dict:
+def key_parts(gate: str, plan, tools: dict[str, str], rules: str, wd=None, m=None) -> dict:
     """What a gate's verdict on a plan depends on (see the module's doc and
     the gate's key_parts)."""
     parts = {"format": FORMAT, "gate": gate}
-    parts.update(registry.get(gate).key_parts(plan, tools, wd))
+    parts.update(registry.get(gate).key_parts(plan, tools, wd, m))
     parts["rules"] = rules
     return parts
 
@@ -73,15 +73,15 @@ def key(parts: dict) -> str:
 class GateCache:
     """Load and store the verdicts of one run (one toolchain, one rule set)."""
 
-    def __init__(self, wd):
-        self.wd = wd
+    def __init__(self, wd, m=None):
+        self.wd, self.m = wd, m
         self.dir = cache_dir(wd)
         self.tools = toolchain(self.dir)
         self.rules = {n: rules_hash(g.rule_files) for n, g in registry.GATES.items()}
         self.entries = stampcache.Store(self.dir)
 
     def _parts(self, gate: str, plan) -> dict:
-        return key_parts(gate, plan, self.tools, self.rules[gate], self.wd)
+        return key_parts(gate, plan, self.tools, self.rules[gate], self.wd, self.m)
 
     def _key(self, gate: str, plan) -> str:
         return f"{gate}-{key(self._parts(gate, plan))}"

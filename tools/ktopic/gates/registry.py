@@ -20,6 +20,12 @@ def get(name: str) -> Gate:
         raise ValueError(f"unknown gate {name!r}") from None
 
 
+def waived_by_a_gate(waiver_type: str) -> bool:
+    """A patches[].waivers type that a gate reads (not checkpatch's)."""
+    return any(g.waiver_prefix and waiver_type.startswith(g.waiver_prefix)
+               for g in GATES.values())
+
+
 def main_job() -> tuple[str, ...]:
     return tuple(n for n, g in GATES.items() if g.main_job)
 
