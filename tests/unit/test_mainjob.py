@@ -269,15 +269,17 @@ def ci_args(*argv):
 @pytest.mark.parametrize("argv,want", [
     ([], set()),
     (["--mutate"], {"mutate"}),
-    (["--main-job"], {"bisect", "warnings", "mutate"}),
-    (["--main-job", "--no-sanitizers", "--kasan"], {"bisect", "warnings", "mutate"}),
+    (["--main-job"], {"bisect", "warnings", "coccicheck", "mutate"}),
+    (["--main-job", "--no-sanitizers", "--kasan"], {"bisect", "warnings", "coccicheck", "mutate"}),
     # The pipeline's cheap variant (KTOPIC_CI_OPTIONS=--gates-only): nothing that builds.
     (["--main-job", "--gates-only"], set()),
-    # No check stage: no build gate in it; the mutants still run.
+    # A gate that builds nothing may be asked for with it.
+    (["--main-job", "--gates-only", "--coccicheck"], {"coccicheck"}),
+    # No check stage: no topic gate in it; the mutants still run.
     (["--main-job", "--no-check"], {"mutate"}),
 ])
 def test_main_job_option_is_the_main_jobs_gates(argv, want):
-    assert set(MAIN_JOB_GATES) == {"bisect", "warnings", "mutate"}
+    assert set(MAIN_JOB_GATES) == {"bisect", "warnings", "coccicheck", "mutate"}
     chosen = cmd_ci.gates_of(ci_args(*argv))
     assert {g for g, on in chosen.items() if on} == want
 

@@ -41,7 +41,7 @@ def register(sub) -> None:
                    help="the main job's gates, as `make` and every pipeline job "
                         "(ci/run-branch) run them: "
                         + " ".join(f"--{g}" for g in MAIN_JOB_GATES)
-                        + " (with --gates-only, none that builds; with --no-check, not "
+                        + " (none of them with --gates-only; with --no-check, not "
                         + " ".join(f"--{g}" for g in registry.GATES) + ")")
     p.add_argument("--first-verdict", action="store_true",
                    help="with --main-job: stop after its first tier (every branch built, "
@@ -61,14 +61,15 @@ def register(sub) -> None:
 def gates_of(args) -> dict[str, bool]:
     """Each gate of MAIN_JOB_GATES (and every topic gate) -> whether this
     run has it: as given, and with --main-job every one of MAIN_JOB_GATES,
-    but for those the other options leave out (--gates-only builds
-    nothing; --no-check has no check stage for the topic gates).  Given
-    explicitly, such a pair is an error (run())."""
+    but for those the other options leave out (--gates-only: none of
+    them, it is the quick variant; --no-check has no check stage for the
+    topic gates).  Given explicitly, one that builds with --gates-only, or
+    a topic gate with --no-check, is an error (run())."""
     names = list(dict.fromkeys(MAIN_JOB_GATES + tuple(registry.GATES)))
     chosen = {g: bool(getattr(args, g, False)) for g in names}
     if args.main_job:
         for g in MAIN_JOB_GATES:
-            chosen[g] = chosen[g] or not _left_out(args, g)
+            chosen[g] = chosen[g] or not (args.gates_only or _left_out(args, g))
     return chosen
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from ktopic.gates.base import Gate
 from ktopic.gates.bisectable import BisectGate
+from ktopic.gates.coccicheck import CoccicheckGate
 from ktopic.gates.new_warnings import WarningsGate
 
-GATES: dict[str, type[Gate]] = {g.name: g for g in (BisectGate, WarningsGate)}
+GATES: dict[str, type[Gate]] = {g.name: g for g in (BisectGate, WarningsGate, CoccicheckGate)}
 
 
 def get(name: str) -> Gate:
