@@ -97,8 +97,10 @@ class CocciResult:
         out = [f"coccicheck: {'ok' if self.ok else 'FAIL'}: {self.summary()}"
                + (" [cached]" if self.cached else "")]
         for r in self.new:
-            head = f"waived {r.waiver()}: {r.waived}: " if r.waived else "new "
+            head = f"waived {r.waiver()}: " if r.waived else "new "
             out.append(f"  {head}{r.where()}: {r.message} ({r.script})")
+            if r.waived:
+                out.append(f"    {r.waived}")
         return out
 
     def findings(self) -> list[R.Finding]:
