@@ -119,7 +119,7 @@ def test_bisect_names_the_first_commit_that_does_not_build(setup):
     p = ktopic(setup["root"], "check", "--bisect", "e2e-gates-bisect", "-j2", "--json", str(out))
     assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
     v = json.loads(out.read_text())[0]
-    b = v["bisect"]
+    b = v["gates"]["bisect"]
     assert not b["ok"] and b["total"] == 2
     assert b["first_bad"]["commit"] == setup["uses"]           # the first, not the second
     assert len(b["builds"]) == 1                               # the walk stopped there
@@ -139,8 +139,8 @@ def test_unused_variable_fails_the_warnings_gate(setup):
                "--json", str(out))
     assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
     v = json.loads(out.read_text())[0]
-    assert v["bisect"]["ok"] and len(v["bisect"]["builds"]) == 1
-    w = v["warnings"]
+    assert v["gates"]["bisect"]["ok"] and len(v["gates"]["bisect"]["builds"]) == 1
+    w = v["gates"]["warnings"]
     assert not w["ok"] and w["files"] == ["init/main.c"]
     new = w["new"]
     assert [d["message"] for d in new] == ["unused variable 'ktopic_unused' [-Wunused-variable]"]
@@ -164,16 +164,16 @@ def test_unchanged_topic_is_cached_and_a_changed_commit_walked_again(setup):
         return p, json.loads(out.read_text())[0]
 
     p, v = run("clean1")
-    assert not v["bisect"]["cached"] and not v["warnings"]["cached"]
-    assert [b["commit"] for b in v["bisect"]["builds"]] == [setup["clean"]]
-    assert v["warnings"]["ok"] and v["warnings"]["files"] == ["init/main.c"]
+    assert not v["gates"]["bisect"]["cached"] and not v["gates"]["warnings"]["cached"]
+    assert [b["commit"] for b in v["gates"]["bisect"]["builds"]] == [setup["clean"]]
+    assert v["gates"]["warnings"]["ok"] and v["gates"]["warnings"]["files"] == ["init/main.c"]
     assert "gates e2e/gates-clean: bisect and warnings at " in p.stderr
     built = log.stat().st_mtime_ns
 
     # Unchanged: from the cache, one line, nothing built, no W=1 run.
     p, v = run("clean2")
-    assert v["bisect"]["cached"] and v["warnings"]["cached"], p.stderr
-    assert v["bisect"]["builds"][0]["commit"] == setup["clean"]
+    assert v["gates"]["bisect"]["cached"] and v["gates"]["warnings"]["cached"], p.stderr
+    assert v["gates"]["bisect"]["builds"][0]["commit"] == setup["clean"]
     cached = [ln for ln in p.stderr.splitlines() if ln.startswith("gates e2e/gates-clean:")]
     assert len(cached) == 1 and ": cached: bisect and warnings passed at " in cached[0], p.stderr
     assert "bisect e2e/gates-clean" not in p.stderr and "W=1 C=1" not in p.stderr
@@ -186,8 +186,8 @@ def test_unchanged_topic_is_cached_and_a_changed_commit_walked_again(setup):
                         "init: ktopic_gates_answer() and its caller", setup["tmp"])
     git(wd.git_dir, "update-ref", "refs/heads/e2e/gates-clean", changed)
     p, v = run("clean3")
-    assert not v["bisect"]["cached"] and not v["warnings"]["cached"]
-    assert [b["commit"] for b in v["bisect"]["builds"]] == [changed]
+    assert not v["gates"]["bisect"]["cached"] and not v["gates"]["warnings"]["cached"]
+    assert [b["commit"] for b in v["gates"]["bisect"]["builds"]] == [changed]
     assert "gates e2e/gates-clean: bisect and warnings at " in p.stderr
     assert log.stat().st_mtime_ns > built
 

@@ -165,7 +165,9 @@ def test_gate_cache_key(tmp_path):
     same = tmp_path / "same.config"
     same.write_text("# a comment\nCONFIG_A=y\n")
     assert key(fragments=[same]) == k
-    assert gatecache.rules_hash() == gatecache.rules_hash()
+    files = bisectable.BisectGate.rule_files
+    assert gatecache.rules_hash(files) == gatecache.rules_hash(files)
+    assert gatecache.rules_hash(files) != gatecache.rules_hash(files[1:])
 
 
 class _WD(Workdir):
@@ -267,7 +269,8 @@ def _gates(generated, bisect=True, warnings=True, wd=None):
     wd = wd or Workdir(generated.workdir)
     tvs = [check.TopicVerdict(t, m.topics[t].branch) for t in ("counters", "names")]
     log: list[str] = []
-    check._build_gates(m, wd, tvs, check.Options(bisect=bisect, warnings=warnings), log.append)
+    gates = tuple(g for g, on in (("bisect", bisect), ("warnings", warnings)) if on)
+    check._run_gates(m, wd, tvs, check.Options(gates=gates), log.append)
     return {tv.topic: tv for tv in tvs}, log
 
 
@@ -276,7 +279,7 @@ def test_unchanged_topics_are_not_walked_again(generated, monkeypatch):
     first, _ = _gates(generated)
     assert fakes.topics() == ["counters", "names"]
     assert ("walk", "counters") in fakes.calls and ("collect-head", "names") in fakes.calls
-    assert first["counters"].bisect.ok and not first["counters"].bisect.cached
+    assert first["counters"].gates["bisect"].ok and not first["counters"].gates["bisect"].cached
     fakes.calls.clear()
 
     # Nothing changed: no build, no lock, one line per topic.
@@ -287,8 +290,8 @@ def test_unchanged_topics_are_not_walked_again(generated, monkeypatch):
     assert [ln.split(":")[0] for ln in log] == ["gates topic/counters", "gates topic/names"]
     assert all(": cached: bisect and warnings passed at " in ln for ln in log), log
     for tv in again.values():
-        assert tv.bisect.cached and tv.warnings.cached and tv.bisect.ok and tv.warnings.ok
-    assert again["counters"].bisect.builds == first["counters"].bisect.builds
+        assert tv.gates["bisect"].cached and tv.gates["warnings"].cached and tv.gates["bisect"].ok and tv.gates["warnings"].ok
+    assert again["counters"].gates["bisect"].builds == first["counters"].gates["bisect"].builds
     text = "\n".join(check.render(again["counters"], tools=False))
     assert "bisect: ok: 2/2 commits build [cached]" in text
     assert "warnings: ok: 0 new (start 0, head 0) in 1 file(s) [cached]" in text
@@ -313,9 +316,9 @@ def test_a_moved_head_is_walked_again(generated, monkeypatch):
     generated.git("update-ref", "refs/heads/topic/counters", new)
     tvs, log = _gates(generated)
     assert ("walk", "counters") in fakes.calls and ("walk", "names") in fakes.calls
-    assert tvs["counters"].bisect.builds[-1].subject == "lib/counter: return even more, amended"
-    assert not tvs["counters"].bisect.cached and not tvs["names"].bisect.cached
-    assert len(tvs["names"].bisect.builds) == 2
+    assert tvs["counters"].gates["bisect"].builds[-1].subject == "lib/counter: return even more, amended"
+    assert not tvs["counters"].gates["bisect"].cached and not tvs["names"].gates["bisect"].cached
+    assert len(tvs["names"].gates["bisect"].builds) == 2
     assert any(ln.startswith("gates topic/counters: bisect and warnings at ") for ln in log), log
     fakes.calls.clear()
     _gates(generated)
@@ -327,8 +330,8 @@ def test_failures_are_walked_again(generated, monkeypatch):
     fakes.fail_bisect.add("counters")
     fakes.fail_warnings.add("names")
     tvs, _ = _gates(generated)
-    assert not tvs["counters"].bisect.ok and not tvs["names"].warnings.ok
-    assert tvs["names"].bisect.ok
+    assert not tvs["counters"].gates["bisect"].ok and not tvs["names"].gates["warnings"].ok
+    assert tvs["names"].gates["bisect"].ok
     fakes.calls.clear()
     tvs, log = _gates(generated)
     # counters failed bisect: walked again (its warnings were not made: it
@@ -337,9 +340,9 @@ def test_failures_are_walked_again(generated, monkeypatch):
     assert ("walk", "counters") in fakes.calls
     assert [c for c in fakes.calls if c[1] == "names"] == [
         ("collect-start", "names"), ("head", "names"), ("collect-head", "names")]
-    assert tvs["names"].bisect.cached and not tvs["names"].warnings.cached
+    assert tvs["names"].gates["bisect"].cached and not tvs["names"].gates["warnings"].cached
     assert any("names: warnings at" in ln and "bisect cached" in ln for ln in log), log
-    assert not tvs["counters"].bisect.ok and not tvs["counters"].bisect.cached
+    assert not tvs["counters"].gates["bisect"].ok and not tvs["counters"].gates["bisect"].cached
 
 
 def test_one_gate_cached_serves_a_run_of_that_gate_only(generated, monkeypatch):
@@ -348,11 +351,11 @@ def test_one_gate_cached_serves_a_run_of_that_gate_only(generated, monkeypatch):
     assert {c for c, _ in fakes.calls} == {"walk"}
     fakes.calls.clear()
     tvs, _ = _gates(generated, warnings=False)
-    assert fakes.calls == [] and tvs["names"].warnings is None
+    assert fakes.calls == [] and "warnings" not in tvs["names"].gates
     # --warnings later: only the warnings are made (the head built, not walked).
     tvs, _ = _gates(generated)
     assert {c for c, _ in fakes.calls} == {"collect-start", "head", "collect-head"}
-    assert tvs["counters"].bisect.cached and tvs["counters"].warnings.ok
+    assert tvs["counters"].gates["bisect"].cached and tvs["counters"].gates["warnings"].ok
 
 
 def test_check_branch_is_cached_when_the_gates_are(monkeypatch, tmp_path):
@@ -362,12 +365,12 @@ def test_check_branch_is_cached_when_the_gates_are(monkeypatch, tmp_path):
 
     def fake(m, wd, names, opts, log=None, steps=None):
         tv = check.TopicVerdict("x", "topic/x", patches=[pv])
-        if opts.bisect:
-            tv.bisect = bisectable.BisectResult(ok=True, cached=cached)
+        if "bisect" in opts.gates:
+            tv.gates["bisect"] = bisectable.BisectResult(ok=True, cached=cached)
         return [tv]
     monkeypatch.setattr(check, "check_topics", fake)
     for cached, status in ((True, R.CACHED), (False, R.PASS)):
-        st, _ = check.check_branch(None, None, "x", bisect=True)
+        st, _ = check.check_branch(None, None, "x", gates=("bisect",))
         assert st.status == status
     cached = False
     assert check.check_branch(None, None, "x")[0].status == R.CACHED

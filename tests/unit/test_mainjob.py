@@ -8,6 +8,7 @@ branch's run (a pipeline job) gives the verdict the main job gives it."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from ktopic.commands import cmd_ci  # noqa: E402
 from ktopic.errors import KtopicError  # noqa: E402
-from ktopic.gates import check  # noqa: E402
+from ktopic.gates import check, registry  # noqa: E402
 from ktopic.kernel import boot as bootmod  # noqa: E402
 from ktopic.kernel import build as buildmod  # noqa: E402
 from ktopic.kernel import seeds  # noqa: E402
@@ -118,11 +119,10 @@ def job(tmp_path, monkeypatch, parser):  # noqa: F811
         req.console.write_text(text)
         return bootmod.BootResult("done", 1.0, req.console, "qemu-system-x86_64 ...")
 
-    def fake_check(m_, wd_, name, out_dir=None, bisect=False, warnings=False, jobs=0,
-                   steps=None):
-        if bisect or warnings:
+    def fake_check(m_, wd_, name, out_dir=None, gates=(), jobs=0, steps=None):
+        if gates:
             events.append(("gates", name))
-        bad = name in gate_fails and (bisect or warnings)
+        bad = name in gate_fails and bool(gates)
         st = R.StageResult("check", R.FAIL if bad else R.PASS, 0.0,
                            "bisect: abc does not build" if bad else "ok")
         return st, {"findings": [R.Finding("bisect", "abc does not build")] if bad else []}
@@ -134,7 +134,10 @@ def job(tmp_path, monkeypatch, parser):  # noqa: F811
     def run(names=(), **kw):
         opts = Options(accel="tcg", sanitizers=True, check=True)
         for k, v in kw.items():      # set one by one: a field an older Options lacks is ignored
-            setattr(opts, k, v)
+            if k in registry.GATES:
+                opts.gates += (k,) if v else ()
+            else:
+                setattr(opts, k, v)
         return runmod.run_targets(m, wd, opts, list(names), tmp_path / "out",
                                   write_report=False, use_live=False)
     return SimpleNamespace(run=run, events=events, seeded=seeded, gate_fails=gate_fails,
@@ -266,15 +269,17 @@ def ci_args(*argv):
 @pytest.mark.parametrize("argv,want", [
     ([], set()),
     (["--mutate"], {"mutate"}),
-    (["--main-job"], {"bisect", "warnings", "mutate"}),
-    (["--main-job", "--no-sanitizers", "--kasan"], {"bisect", "warnings", "mutate"}),
+    (["--main-job"], {"bisect", "warnings", "coccicheck", "mutate"}),
+    (["--main-job", "--no-sanitizers", "--kasan"], {"bisect", "warnings", "coccicheck", "mutate"}),
     # The pipeline's cheap variant (KTOPIC_CI_OPTIONS=--gates-only): nothing that builds.
     (["--main-job", "--gates-only"], set()),
-    # No check stage: no build gate in it; the mutants still run.
+    # A gate that builds nothing may be asked for with it.
+    (["--main-job", "--gates-only", "--coccicheck"], {"coccicheck"}),
+    # No check stage: no topic gate in it; the mutants still run.
     (["--main-job", "--no-check"], {"mutate"}),
 ])
 def test_main_job_option_is_the_main_jobs_gates(argv, want):
-    assert set(MAIN_JOB_GATES) == {"bisect", "warnings", "mutate"}
+    assert set(MAIN_JOB_GATES) == {"bisect", "warnings", "coccicheck", "mutate"}
     chosen = cmd_ci.gates_of(ci_args(*argv))
     assert {g for g, on in chosen.items() if on} == want
 
@@ -364,7 +369,7 @@ def test_tier_one_gives_every_branch_a_verdict_before_any_deep_gate(job):
 
 def test_the_first_verdict_stops_with_the_rest_pending(job, capsys):
     opts = Options(accel="tcg", sanitizers=True, check=True, tiers=True, first_verdict=True,
-                   **MAIN)
+                   mutate=True, gates=tuple(g for g in MAIN if g in registry.GATES))
     out = job.root / "out-first"
     report = runmod.run_targets(job.m, job.wd, opts, [], out, write_report=True,
                                 use_live=True)
@@ -398,3 +403,36 @@ def test_a_gate_failing_in_tier_two_fails_a_branch_that_booted(job):
 def test_main_job_option_runs_in_tiers_and_first_verdict_needs_it(job):
     with pytest.raises(KtopicError, match="--first-verdict is the first tier of --main-job"):
         cmd_ci.run(ci_args("--first-verdict"))
+
+
+def test_build_only_builds_each_tree_and_config_once(job):
+    """`ktopic build`'s entry point: a target with the tree and config of one
+    built before shares its build and says so; a missing branch is named,
+    not built."""
+    r = runmod.Runner(job.wd, job.m, job.root / "out-build", Options(accel="tcg"))
+    ts = {t.branch: t for t in runmod.targets_from_manifest(job.m, job.m.root / "qemu")}
+    br, res = r.build_only(ts["topic/a"])
+    assert res.ok and br.stage("build").status == R.PASS and br.head
+    again = dataclasses.replace(ts["topic/a"], branch="topic/a-again")
+    br2, res2 = r.build_only(again)
+    assert res2.ok and br2.stage("build").summary == "same tree and config as topic/a"
+    assert [e for e in job.events if e[0] == "build"] == [("build", "topic_a")]
+    subprocess.run(["git", f"--git-dir={job.root / 'linux.git'}", "update-ref", "-d",
+                    "refs/heads/topic/c"], check=True)
+    br3, res3 = r.build_only(ts["topic/c"])
+    assert res3 is None and br3.stage("generate").status == R.FAIL
+    assert "no branch topic/c" in br3.stage("generate").summary
+
+
+def test_build_command_goes_through_the_runners_entry_point(job, monkeypatch, capsys):
+    from ktopic.commands import cmd_build, common
+    monkeypatch.setattr(common, "load_manifest", lambda args: job.m)
+    monkeypatch.setattr(common, "workdir_of", lambda args: job.wd)
+    monkeypatch.setattr(common, "variant_of", lambda args: "")
+    args = SimpleNamespace(all=False, branches=["a", "c"], jobs=1)
+    assert cmd_build.run_build(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [ln.split(":")[0] for ln in out] == ["topic/a", "topic/c"]
+    assert all(": ok: " in ln for ln in out), out
+    assert [e for e in job.events if e[0] == "build"] == [("build", "topic_a"),
+                                                            ("build", "topic_c")]

@@ -156,10 +156,10 @@ class FakeRunner:
     def rel(self, p):
         return str(p.relative_to(self.out_dir))
 
-    def _build_outputs(self, t, res):
+    def keep_build_outputs(self, t, res):
         pass
 
-    def _boot_and_test(self, t, br, res, stop_at=None):
+    def boot_and_test(self, t, br, res, stop_at=None):
         text = git(self.git_dir.parent, "show", f"{t.commit}:lib/f.c")
         if self.fail_on in text:
             br.suites = [R.SuiteResult("suite_a", R.FAIL, [R.CaseResult("case_f", R.FAIL)])]
@@ -167,10 +167,10 @@ class FakeRunner:
         else:
             br.stages.append(R.StageResult("test", R.PASS, 0.0, "ok"))
 
-    def _expectations(self, t, br, res):
+    def expectations(self, t, br, res):
         pass
 
-    def _mark_in_base(self, t, br):
+    def mark_in_base(self, t, br):
         pass
 
 
@@ -233,7 +233,7 @@ def one_mutant(tmp_path, monkeypatch, boot_and_test):
         return buildmod.BuildResult(name=req.name, ok=True, out=root / "build" / req.name)
     monkeypatch.setattr(buildmod, "build", fake_build)
     runner = FakeRunner(tmp_path, repo, fail_on="no such text")
-    runner._boot_and_test = boot_and_test
+    runner.boot_and_test = boot_and_test
     t = T.Target(T.BranchSpec("topic", "a", "topic/a"), [], commit=head,
                  tree=git(repo, "rev-parse", "HEAD^{tree}"), key="k1")
     m = M.parse_mutant(write(tmp_path / "m" / "a" / "0001-c.patch", MUTANT), "a")

@@ -257,8 +257,8 @@ def test_ci_command_prints_the_table(ci_clock, capsys, monkeypatch):
     w = ci_clock
     monkeypatch.setattr(cmd_ci, "run_targets", lambda *a, **k: runner_mod.run_targets(
         w.m, w.wd, Options(accel="tcg"), ["a"], w.out, write_report=True, use_live=True))
-    monkeypatch.setattr(cmd_ci.common, "_manifest", lambda args: w.m)
-    monkeypatch.setattr(cmd_ci.common, "_workdir", lambda args: w.wd)
+    monkeypatch.setattr(cmd_ci.common, "load_manifest", lambda args: w.m)
+    monkeypatch.setattr(cmd_ci.common, "workdir_of", lambda args: w.wd)
     monkeypatch.setattr(cmd_ci.common, "options_from_args", lambda args: Options(accel="tcg"))
 
     class Args:
@@ -290,8 +290,8 @@ def test_bisect_walk_says_which_commit_it_builds_and_that_it_still_runs(generate
         return buildmod.BuildResult(name=req.name, ok=True, out=root / "build" / req.name)
     monkeypatch.setattr(buildmod, "build", build)
     tvs, log = _gates(generated, bisect=True, warnings=False)
-    commits = [(b.commit, b.subject) for b in tvs["counters"].bisect.builds]
-    assert len(commits) == 2 and tvs["counters"].bisect.ok
+    commits = [(b.commit, b.subject) for b in tvs["counters"].gates["bisect"].builds]
+    assert len(commits) == 2 and tvs["counters"].gates["bisect"].ok
     text = "\n".join(log)
     for i, (sha, subject) in enumerate(commits, 1):
         mine = lines_of(text, "topic/counters:", sha[:12])
@@ -332,12 +332,12 @@ def test_gate_steps_add_up_per_topic(generated, monkeypatch):
     steps = StepLog(say=said.append, clock=clock, cpu=clock.cpu, load=lambda: 1.0, ticker=False)
     tvs = [check.TopicVerdict(t, m.topics[t].branch) for t in ("counters", "names")]
     wd = Workdir(generated.workdir)
-    check._build_gates(m, wd, tvs,
-                       check.Options(bisect=True, warnings=True), said.append, steps)
+    check._run_gates(m, wd, tvs,
+                     check.Options(gates=("bisect", "warnings")), said.append, steps)
     rows = steps.totals()
     by = {(r.branch, r.stage): r for r in rows}
     for tv in tvs:
-        n = len(tv.bisect.builds)
+        n = len(tv.gates["bisect"].builds)
         b, w = by[(tv.branch, "bisect builds")], by[(tv.branch, "warnings")]
         assert (b.seconds, b.runs, b.kbuild, w.seconds, w.runs) == (100.0 * n, n, 10 * n, 80.0, 2)
         at = bisectable.plan(m, wd, tv.topic).start[:12]
@@ -346,4 +346,4 @@ def test_gate_steps_add_up_per_topic(generated, monkeypatch):
                          f"{tv.branch}: W=1/sparse at the start {at}: "
                          "0 diagnostic(s) in 1 file(s) in 40s"], said
     assert sum(r.seconds for r in rows[:-1]) == pytest.approx(rows[-1].seconds)
-    assert rows[-1].seconds == sum(100.0 * len(tv.bisect.builds) + 80.0 for tv in tvs)
+    assert rows[-1].seconds == sum(100.0 * len(tv.gates["bisect"].builds) + 80.0 for tv in tvs)

@@ -17,11 +17,11 @@ from ktopic.runner.runner import Runner
 
 def run_boot(args) -> int:
     """ktopic boot BRANCH|--all: build if needed, boot, scan, parse (no result cache)."""
-    names = common._names(args)
+    names = common.branch_names(args)
     args.no_cache = False
     args.out = None
-    m = common._manifest(args)
-    wd = common._workdir(args)
+    m = common.load_manifest(args)
+    wd = common.workdir_of(args)
     opts = common.options_from_args(args)
     opts.use_cache = False
     out_dir = Path(m.root) / "out"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ktopic.commands import common
-from ktopic.model import results as R
+from ktopic.model.results import PASS
 from ktopic.model.targets import BASE, select, targets_from_manifest
 from ktopic.runner.options import Options
 from ktopic.runner.runner import Runner
@@ -17,9 +17,9 @@ from ktopic.runner.runner import Runner
 
 def run_build(args) -> int:
     """ktopic build BRANCH|--all: build only, with a progress bar."""
-    m = common._manifest(args)
-    wd = common._workdir(args)
-    names = common._names(args)
+    m = common.load_manifest(args)
+    wd = common.workdir_of(args)
+    names = common.branch_names(args)
     variant = common.variant_of(args)
     targets = targets_from_manifest(m, Path(m.root) / "qemu", variant)
     targets = [t for t in select(targets, names) if names or t.topic != BASE]
@@ -30,26 +30,17 @@ def run_build(args) -> int:
     with wd.lock():
         runner = Runner(wd, m, Path(m.root) / "out", opts)
         for t in targets:
-            if not runner.resolve(t):
-                print(f"{t.branch}: no such branch in {wd.git_dir} (run ktopic generate)")
-                bad += 1
-                continue
-            if t.build_key in runner.builds:
-                first, res = runner.builds[t.build_key]
-                print(f"{t.branch}: same tree and config as {first}: "
-                      f"{'ok' if res.ok else 'FAILED'}")
-                bad += not res.ok
-                continue
-            br = R.BranchResult(branch=t.branch, topic=t.topic)
-            res = runner._build(t, br)
-            if res is None or not res.ok:
-                bad += 1
+            br, res = runner.build_only(t)
+            if br.stage("generate").status != PASS:
+                print(f"{t.branch}: {br.stage('generate').summary}")
+            elif res is None or not res.ok:
                 print(f"{t.branch}: FAILED: {br.stages[-1].summary}")
                 for f in br.findings:
                     for line in f.lines[:20]:
                         print(f"    {line}")
             else:
-                print(f"{t.branch}: ok in {res.seconds:.1f}s ({res.out})")
+                print(f"{t.branch}: ok: {br.stage('build').summary} ({res.out})")
+            bad += res is None or not res.ok
     return 1 if bad else 0
 
 

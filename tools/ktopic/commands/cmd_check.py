@@ -1,8 +1,9 @@
 """ktopic check [TOPIC...]: checkpatch, series hygiene and recipients for
 each topic's patches; --bisect: every commit builds; --warnings: no new
-W=1/sparse warnings (docs/gates.md).
+W=1/sparse warnings; one option per gate of gates/registry.py
+(docs/gates.md).
 
-Takes branch names and --bisect/--warnings; gives a verdict per topic,
+Takes branch names and the gates' options; gives a verdict per topic,
 printed (and --json), exit 1 on a failing gate."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 from ktopic.errors import Failure
-from ktopic.gates import check
+from ktopic.gates import check, registry
 from ktopic.kernel import steplog
 from ktopic.model import manifest
 from ktopic.model.workdir import Workdir
@@ -29,10 +30,8 @@ def register(sub) -> None:
                    help="checkpatch --strict on every patch (default: on patches that add files)")
     p.add_argument("--no-codespell", action="store_true",
                    help="skip checkpatch's codespell dictionary")
-    p.add_argument("--bisect", action="store_true",
-                   help="build every commit of the topic (test config, ccache, incremental)")
-    p.add_argument("--warnings", action="store_true",
-                   help="W=1 and sparse on the .c files the topic touches, base vs branch")
+    for name, gate in registry.GATES.items():
+        p.add_argument(f"--{name}", action="store_true", help=gate.help)
     p.add_argument("-j", "--jobs", type=int, default=0,
                    help="parallel checkpatch runs and make -j (default: nproc)")
     p.add_argument("--json", type=Path, default=None, metavar="PATH",
@@ -47,10 +46,11 @@ def run(args) -> int:
         raise Failure(f"no work repository at {wd.git_dir}: run `ktopic import-base` "
                       "(and `ktopic generate` for --bisect/--warnings) first")
     opts = check.Options(strict_all=args.strict, codespell=not args.no_codespell,
-                         bisect=args.bisect, warnings=args.warnings, jobs=args.jobs,
+                         gates=tuple(g for g in registry.GATES if getattr(args, g)),
+                         jobs=args.jobs,
                          progress=sys.stderr.isatty())
     # The style gates only read the repository and their own content cache;
-    # the build gates take the work directory's lock for the topics their
+    # the gates that build take the work directory's lock for the topics their
     # cache does not answer (an unchanged topic waits for no other run).
     # In a log, each build step says what it does every 30 s (a terminal
     # has the build's progress bar).

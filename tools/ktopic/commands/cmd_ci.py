@@ -10,12 +10,11 @@ from pathlib import Path
 
 from ktopic.commands import common
 from ktopic.errors import KtopicError
+from ktopic.gates import registry
 from ktopic.report import report as rep
 from ktopic.runner.options import MAIN_JOB_GATES
 from ktopic.runner.runner import run_targets
 
-# The build gates of the check stage (the others only follow the build).
-CHECK_GATES = ("bisect", "warnings")
 
 
 def register(sub) -> None:
@@ -31,12 +30,10 @@ def register(sub) -> None:
     p.add_argument("--gates-only", action="store_true",
                    help="generate and the patch gates only: no kernel build, boot or test "
                         "(recorded as skipped; minutes instead of an hour on a cold runner)")
-    p.add_argument("--bisect", action="store_true",
-                   help="the build gate of `ktopic check --bisect` (every commit builds), per "
-                        "topic just before its build; a failing gate keeps the topic from "
-                        "booting")
-    p.add_argument("--warnings", action="store_true",
-                   help="the same for `ktopic check --warnings` (no new W=1/sparse warning)")
+    for name, gate in registry.GATES.items():
+        p.add_argument(f"--{name}", action="store_true",
+                       help=f"the gate of `ktopic check --{name}` ({gate.help}), per topic "
+                            "just before its build; a failing gate keeps the topic from booting")
     p.add_argument("--mutate", action="store_true",
                    help="the mutation gate (`ktopic mutate`) per topic, right after its "
                         "plain result; the mutants join the report")
@@ -45,7 +42,7 @@ def register(sub) -> None:
                         "(ci/run-branch) run them: "
                         + " ".join(f"--{g}" for g in MAIN_JOB_GATES)
                         + " (none of them with --gates-only; with --no-check, not "
-                        + " ".join(f"--{g}" for g in CHECK_GATES) + ")")
+                        + " ".join(f"--{g}" for g in registry.GATES) + ")")
     p.add_argument("--first-verdict", action="store_true",
                    help="with --main-job: stop after its first tier (every branch built, "
                         "booted and tested, checkpatch and hygiene); the build gates, "
@@ -62,17 +59,27 @@ def register(sub) -> None:
 
 
 def gates_of(args) -> dict[str, bool]:
-    """Each gate of MAIN_JOB_GATES -> whether this run has it: as given,
-    and with --main-job every one of them, but for those the other options
-    leave out (--gates-only builds nothing; --no-check has no check stage
-    for the build gates).  Given explicitly, such a pair is an error."""
-    chosen = {g: bool(getattr(args, g, False)) for g in MAIN_JOB_GATES}
-    if getattr(args, "main_job", False):
+    """Each gate of MAIN_JOB_GATES (and every topic gate) -> whether this
+    run has it: as given, and with --main-job every one of MAIN_JOB_GATES,
+    but for those the other options leave out (--gates-only: none of
+    them, it is the quick variant; --no-check has no check stage for the
+    topic gates).  Given explicitly, one that builds with --gates-only, or
+    a topic gate with --no-check, is an error (run())."""
+    names = list(dict.fromkeys(MAIN_JOB_GATES + tuple(registry.GATES)))
+    chosen = {g: bool(getattr(args, g, False)) for g in names}
+    if args.main_job:
         for g in MAIN_JOB_GATES:
-            if not (getattr(args, "gates_only", False) or
-                    (getattr(args, "no_check", False) and g in CHECK_GATES)):
-                chosen[g] = True
+            chosen[g] = chosen[g] or not (args.gates_only or _left_out(args, g))
     return chosen
+
+
+def _left_out(args, gate: str) -> str:
+    """Why the other options leave a gate out ("" when they do not)."""
+    if args.gates_only and (gate not in registry.GATES or registry.GATES[gate].builds):
+        return "builds kernels: not with --gates-only"
+    if args.no_check and gate in registry.GATES:
+        return "is a gate of the check stage: not with --no-check"
+    return ""
 
 
 def run(args) -> int:
@@ -81,24 +88,21 @@ def run(args) -> int:
     if args.first_verdict and not args.main_job:
         raise KtopicError("--first-verdict is the first tier of --main-job: give both")
     chosen = gates_of(args)
-    bisect, warnings, mutate = (chosen[o] for o in ("bisect", "warnings", "mutate"))
-    gates = [o for o, on in (("--bisect", bisect), ("--warnings", warnings),
-                             ("--mutate", mutate)) if on]
-    if gates and args.gates_only:
-        raise KtopicError(f"{gates[0]} builds kernels: not with --gates-only")
-    if (bisect or warnings) and args.no_check:
-        raise KtopicError(f"{gates[0]} is a gate of the check stage: not with --no-check")
-    m = common._manifest(args)
+    for g in (g for g, on in chosen.items() if on):
+        if _left_out(args, g):
+            raise KtopicError(f"--{g} {_left_out(args, g)}")
+    m = common.load_manifest(args)
     out_dir = Path(args.out or Path(m.root) / "out")
     opts = common.options_from_args(args)
     # The manifest's `sanitizers:` variants run too (not in a whole-run --kasan/--kcsan).
     opts.sanitizers = not args.no_sanitizers
-    opts.bisect, opts.warnings, opts.mutate = bisect, warnings, mutate
+    opts.gates = tuple(g for g in registry.GATES if chosen[g])
+    opts.mutate = chosen["mutate"]
     # The main job in two tiers: a first verdict, then its depth (runner/tiers.py).
     opts.tiers = args.main_job and not args.gates_only
     opts.first_verdict = args.first_verdict
     opts.attribute = 0 if args.no_attribute else max(args.attribute_boots, 0)
-    report = run_targets(m, common._workdir(args), opts, args.branches,
+    report = run_targets(m, common.workdir_of(args), opts, args.branches,
                          out_dir, write_report=True, use_live=True)
     print()
     rep.print_report(report)

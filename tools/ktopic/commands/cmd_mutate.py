@@ -35,8 +35,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    m = common._manifest(args)
-    wd = common._workdir(args)
+    m = common.load_manifest(args)
+    wd = common.workdir_of(args)
     out_dir = Path(args.out or Path(m.root) / "out")
     mdir = Path(args.mutants or Path(m.root) / "qemu" / "mutants")
     # Named as every command names a branch; a mutant belongs to a topic.

@@ -28,7 +28,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    m = common._manifest(args)
+    m = common.load_manifest(args)
     sender = identity(m)
     specs = m.resolve(args.names) if args.names else [m.series_branch("integration")]
     changed = []
@@ -40,9 +40,9 @@ def run(args) -> int:
           f"{sender}")
     if args.dry_run or not changed:
         return 0
-    wd = common._workdir(args)
+    wd = common.workdir_of(args)
     with wd.lock():
-        r = Generator(common._manifest(args), wd).run()
+        r = Generator(common.load_manifest(args), wd).run()
     for o in r.outcomes:
         if o.error:
             print(f"ktopic: {o.error}", flush=True)

@@ -56,7 +56,7 @@ def _check_replies(path: Path) -> None:
 
 def run(args) -> int:
     _check_replies(args.mbox)
-    m = common._manifest(args)
+    m = common.load_manifest(args)
     t = m.series_branch(args.name)
     p = trailers.plan(m, t.name, t.branch, args.mbox)
     for why in p.skipped:
@@ -73,7 +73,7 @@ def run(args) -> int:
     wd = Workdir(args.workdir)
     with wd.lock():
         trailers.write(p)
-        m = common._manifest(args)
+        m = common.load_manifest(args)
         r = Generator(m, wd).run()
     for o in r.outcomes:
         if o.error:

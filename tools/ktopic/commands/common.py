@@ -15,11 +15,13 @@ from ktopic.model.workdir import Workdir
 from ktopic.runner.options import Options
 
 
-def _workdir(args):
+def workdir_of(args) -> Workdir:
+    """The work directory the global options name."""
     return Workdir(args.workdir)
 
 
-def _manifest(args):
+def load_manifest(args) -> manifest.Manifest:
+    """The manifest the global options name, loaded and checked."""
     return manifest.load(args.manifest, workdir=args.workdir)
 
 
@@ -27,8 +29,8 @@ def series(args) -> tuple[manifest.Manifest, Workdir, str]:
     """The manifest, the work directory and the series args.name names (a
     topic or the integration branch, by any of its names), for the
     commands that send a series."""
-    m = _manifest(args)
-    return m, _workdir(args), m.check_series_name(args.name)
+    m = load_manifest(args)
+    return m, workdir_of(args), m.check_series_name(args.name)
 
 
 def options_from_args(args) -> Options:
@@ -81,7 +83,8 @@ def add_branch_args(p) -> None:
                    help="every topic and the integration branch")
 
 
-def _names(args) -> list[str]:
+def branch_names(args) -> list[str]:
+    """The branches add_branch_args() took ([] for --all)."""
     if args.all and args.branches:
         raise KtopicError("give branch names or --all, not both")
     if not args.all and not args.branches:

@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ktopic.gates.base import BuildGate, GateRun
 from ktopic.kernel import build as buildmod
 from ktopic.kernel import seeds
 from ktopic.kernel.steplog import StepLog
@@ -299,3 +300,15 @@ def build_head(p: Plan, wd, jobs: int = 0, progress: bool = False, log=None,
         b = build_commit(p, wd, p.head, p.start, jobs, progress, on_line=st.line)
         st.result(_outcome(b))
     return b.ok
+
+
+class BisectGate(BuildGate):
+    name = "bisect"
+    help = "build every commit of the topic (test config, ccache, incremental)"
+    result = BisectResult
+
+    def run(self, run: GateRun) -> BisectResult:
+        res = walk(run.plan, run.wd, jobs=run.jobs, progress=run.progress, log=run.log,
+                   steps=run.steps)
+        run.built = res.ok
+        return res

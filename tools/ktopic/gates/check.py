@@ -4,7 +4,8 @@ Per patch: the base tree's scripts/checkpatch.pl (checkpatch.py) and the
 series hygiene (hygiene.py); per topic: the get_maintainer.pl recipients;
 with --bisect every commit of the topic builds (bisectable.py); with
 --warnings no new W=1 or sparse warning in the .c files the topic touches
-(new_warnings.py).  docs/gates.md describes the rules.
+(new_warnings.py); every gate of gates/registry.py is an option of its
+own.  docs/gates.md describes the rules.
 
 Verdicts:
 
@@ -23,6 +24,7 @@ TopicVerdict per topic (and out/<branch>/check.log).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +34,8 @@ from pathlib import Path
 from ktopic.gates import bisectable as bs
 from ktopic.gates import checkpatch as cp
 from ktopic.gates import hygiene as hy
-from ktopic.gates import new_warnings as wn
+from ktopic.gates import registry
+from ktopic.gates.base import GateRun
 from ktopic.send import signoffs
 from ktopic.gates.gatecache import GateCache
 from ktopic.kernel.steplog import StepLog
@@ -69,8 +72,7 @@ class TopicVerdict:
     patches: list[PatchVerdict] = field(default_factory=list)
     recipients: list[hy.Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    bisect: object = None            # bisectable.BisectResult
-    warnings: object = None          # new_warnings.WarningsResult
+    gates: dict[str, object] = field(default_factory=dict)   # gate name -> its result
     versions: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     timing: list[R.StageTime] = field(default_factory=list)   # this topic's rows (steplog)
@@ -91,17 +93,19 @@ class TopicVerdict:
         rbad = [r for r in self.recipients if not r.waived]
         if rbad:
             parts.append(f"{len(rbad)} recipient(s) missing")
-        if self.bisect is not None:
-            b = self.bisect
-            parts.append(f"bisect: {b.summary()}")
-        if self.warnings is not None:
-            parts.append(f"warnings: {self.warnings.summary()}")
+        parts += [f"{name}: {res.summary()}" for name, res in self.gates.items()]
         return "; ".join(parts)
 
+    def gates_ok(self) -> bool:
+        return all(res.ok for res in self.gates.values())
+
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["bisect"] = self.bisect.to_dict() if self.bisect is not None else None
-        d["warnings"] = self.warnings.to_dict() if self.warnings is not None else None
+        gates, self.gates = self.gates, {}
+        try:
+            d = asdict(self)
+        finally:
+            self.gates = gates
+        d["gates"] = {name: res.to_dict() for name, res in gates.items()}
         return d
 
 
@@ -109,8 +113,7 @@ class TopicVerdict:
 class Options:
     strict_all: bool = False         # --strict for every patch
     codespell: bool = True
-    bisect: bool = False
-    warnings: bool = False
+    gates: tuple[str, ...] = ()      # names in gates/registry.py
     jobs: int = 0                    # parallel checkpatch runs / make -j (0: nproc)
     progress: bool = True
 
@@ -171,17 +174,18 @@ def _apply_waivers(pv: PatchVerdict, waivers) -> None:
         if prob.type in hy.WAIVABLE and prob.type in by_type:
             prob.waived = by_type[prob.type]
             used.add(prob.type)
-    pv.unused_waivers = [w.type for w in waivers if w.type not in used]
+    pv.unused_waivers = [w.type for w in waivers
+                         if w.type not in used and not registry.waived_by_a_gate(w.type)]
     pv.ok = not pv.failures()
 
 
 def check_topics(m, wd, names: list[str], opts: Options | None = None,
                  log=None, steps: StepLog | None = None) -> list[TopicVerdict]:
-    """Run the gates on the named topics (all when empty).  With opts.bisect
-    or opts.warnings the work directory's lock is taken for the topics that
-    the gate cache does not answer (gatecache.py).  steps (kernel/steplog.py)
-    times the style gates and each build gate step, and says in a log what
-    runs; by default the build gates' steps go to log."""
+    """Run the gates on the named topics (all when empty).  The gates of
+    opts.gates that build take the work directory's lock for the topics
+    that the gate cache does not answer (gatecache.py).  steps
+    (kernel/steplog.py) times the style gates and each gate step, and says
+    in a log what runs; by default the gates' steps go to log."""
     opts = opts or Options()
     t0 = time.monotonic()
     names = resolve_names(m, names)
@@ -189,13 +193,35 @@ def check_topics(m, wd, names: list[str], opts: Options | None = None,
     tree = cp.ScriptsTree.from_git(Path(wd.git_dir), m.base.ref, cache)
     checker = cp.Checker(tree, cache, codespell=opts.codespell)
     versions = tool_versions(cache, tree, checker)
+    verdicts, maintainers = _patch_verdicts(m, names, checker, opts, steps)
+    out = [_topic_verdict(m, name, versions, verdicts, maintainers) for name in names]
+    if opts.gates:
+        _run_gates(m, wd, out, opts, log, steps)
+    for tv in out:
+        tv.ok = all(p.ok for p in tv.patches) and not any(not r.waived for r in tv.recipients) \
+            and tv.gates_ok()
+        tv.seconds = time.monotonic() - t0
+    if steps is not None:
+        rows = steps.totals()
+        for tv in out:
+            tv.timing = [r for r in rows if r.branch == tv.branch]
+    return out
+
+
+def _sender(m) -> str:
+    """Who signs off last is whoever sends: `mail --send` checks that
+    chain; here the placeholder is a warning."""
     sender = m.series.sender
     if m.series.placeholder and hy.address(sender) == hy.address(m.series.placeholder):
-        # Who signs off last is whoever sends: `mail --send` checks that
-        # chain; here the placeholder is a warning.
-        sender = ""
+        return ""
+    return sender
 
-    # Every distinct patch once, whichever topics list it.
+
+def _patch_verdicts(m, names: list[str], checker: cp.Checker, opts: Options,
+                    steps: StepLog | None):
+    """checkpatch, hygiene and get_maintainer.pl of every distinct patch
+    once, whichever topics list it: ({path: PatchVerdict}, {path: [ident]})."""
+    sender = _sender(m)
     todo: dict[Path, tuple[str, object]] = {}
     for name in names:
         for topic, p in _topic_patches(m, name):
@@ -235,46 +261,40 @@ def check_topics(m, wd, names: list[str], opts: Options | None = None,
                 verdicts[path] = value
             else:
                 maintainers[path] = value
-
-    out = []
-    for name in names:
-        tv = TopicVerdict(name, _branch_of(m, name), versions=dict(versions))
-        pairs = _topic_patches(m, name)
-        tv.patches = [verdicts[p.path] for _, p in pairs]
-        for pv in tv.patches:
-            tv.notes += [f"{pv.file}: waiver {w} matches nothing (stale?)"
-                         for w in pv.unused_waivers]
-        if name != INTEGRATION:
-            t = m.topics[name]
-            wanted: dict[str, list[str]] = {}
-            for _, p in pairs:
-                for ident in maintainers[p.path]:
-                    wanted.setdefault(ident, []).append(f"patches/{name}/{p.rel}")
-            tv.recipients, notes = hy.check_recipients(t.to, t.cc, t.recipients_waived, wanted)
-            tv.notes += notes
-        out.append(tv)
-    if opts.bisect or opts.warnings:
-        _build_gates(m, wd, out, opts, log, steps)
-    for tv in out:
-        tv.ok = all(p.ok for p in tv.patches) and not any(not r.waived for r in tv.recipients) \
-            and (tv.bisect is None or tv.bisect.ok) and (tv.warnings is None or tv.warnings.ok)
-        tv.seconds = time.monotonic() - t0
-    if steps is not None:
-        rows = steps.totals()
-        for tv in out:
-            tv.timing = [r for r in rows if r.branch == tv.branch]
-    return out
+    return verdicts, maintainers
 
 
-def _build_gates(m, wd, verdicts: list[TopicVerdict], opts: Options, log,
-                 steps: StepLog | None = None) -> None:
-    """--bisect and --warnings: one walk per topic in its build directory:
-    W=1/sparse of the start, every commit built, W=1/sparse of the head.
+def _topic_verdict(m, name: str, versions: dict[str, str], verdicts: dict,
+                   maintainers: dict) -> TopicVerdict:
+    """One topic's verdict from its patches' and their recipients."""
+    tv = TopicVerdict(name, _branch_of(m, name), versions=dict(versions))
+    pairs = _topic_patches(m, name)
+    tv.patches = [verdicts[p.path] for _, p in pairs]
+    for pv in tv.patches:
+        tv.notes += [f"{pv.file}: waiver {w} matches nothing (stale?)"
+                     for w in pv.unused_waivers]
+    if name != INTEGRATION:
+        t = m.topics[name]
+        wanted: dict[str, list[str]] = {}
+        for _, p in pairs:
+            for ident in maintainers[p.path]:
+                wanted.setdefault(ident, []).append(f"patches/{name}/{p.rel}")
+        tv.recipients, notes = hy.check_recipients(t.to, t.cc, t.recipients_waived, wanted)
+        tv.notes += notes
+    return tv
+
+
+def _run_gates(m, wd, verdicts: list[TopicVerdict], opts: Options, log,
+               steps: StepLog | None = None) -> None:
+    """The gates of opts.gates (gates/registry.py), per topic in the
+    registry's order; for the build gates one walk in the topic's build
+    directory: W=1/sparse of the start, every commit built, W=1/sparse of
+    the head.
 
     A passing verdict is remembered by content (gatecache): a topic whose
-    start, head, config and toolchain are unchanged is not walked again,
-    and costs no lock either; the lock is taken only when something is
-    built (re-entrant: ci already holds it).
+    inputs are unchanged is not looked at again, and costs no lock either;
+    the lock is taken only when a gate that builds runs (re-entrant: ci
+    already holds it).
 
     Every build and W=1/sparse pass is a step of `steps`; without one, a
     StepLog writes their lines to log, with a line every 30 s while one
@@ -282,89 +302,66 @@ def _build_gates(m, wd, verdicts: list[TopicVerdict], opts: Options, log,
     own = steps is None
     steps = steps or StepLog(say=log)
     try:
-        _build_gates_steps(m, wd, verdicts, opts, log, steps)
+        _run_gates_steps(m, wd, verdicts, opts, log, steps)
     finally:
         if own:
             steps.close()
 
 
-def _build_gates_steps(m, wd, verdicts: list[TopicVerdict], opts: Options, log,
-                       steps: StepLog) -> None:
-    gates = [g for g, on in (("bisect", opts.bisect), ("warnings", opts.warnings)) if on]
-    cache = GateCache(wd)
+def _run_gates_steps(m, wd, verdicts: list[TopicVerdict], opts: Options, log,
+                     steps: StepLog) -> None:
+    names = [g for g in registry.GATES if g in opts.gates]
+    cache = GateCache(wd, m)
     todo = []
     for tv in verdicts:
         plan = bs.plan(m, wd, tv.topic)
         if plan.error:
-            _walk(plan, wd, tv, cache, opts, log, steps)   # says what is missing; builds nothing
-        elif not _from_cache(tv, plan, cache, gates, log):
+            _walk(plan, wd, tv, cache, names, opts, log, steps)   # says what is missing
+        elif not _from_cache(tv, plan, cache, names, log):
             todo.append(tv)
     if not todo:
         return
-    with wd.lock():
+    builds = any(registry.GATES[g].builds for g in names)
+    with wd.lock() if builds else contextlib.nullcontext():
         for tv in todo:
             # Again under the lock: a run that held it may have moved the refs.
             plan = bs.plan(m, wd, tv.topic)
-            if plan.error or not _from_cache(tv, plan, cache, gates, log):
-                _walk(plan, wd, tv, cache, opts, log, steps)
+            if plan.error or not _from_cache(tv, plan, cache, names, log):
+                _walk(plan, wd, tv, cache, names, opts, log, steps)
 
 
-def _from_cache(tv: TopicVerdict, plan, cache, gates: list[str], log) -> bool:
+def _from_cache(tv: TopicVerdict, plan, cache, names: list[str], log) -> bool:
     """Take every requested verdict from the cache, or none."""
-    hits = {g: cache.load(g, plan) for g in gates}
+    hits = {g: cache.load(g, plan) for g in names}
     if not all(hits.values()):
         return False
-    tv.bisect, tv.warnings = hits.get("bisect"), hits.get("warnings")
+    tv.gates.update(hits)
     if log:
-        log(f"gates {plan.branch}: cached: {' and '.join(gates)} passed at "
+        log(f"gates {plan.branch}: cached: {' and '.join(names)} passed at "
             f"{plan.start[:12]}..{plan.head[:12]} ({len(plan.commits)} commit(s))")
     return True
 
 
-def _walk(plan, wd, tv: TopicVerdict, cache, opts: Options, log, steps: StepLog) -> None:
+def _walk(plan, wd, tv: TopicVerdict, cache, names: list[str], opts: Options, log,
+          steps: StepLog) -> None:
     """Run the requested gates that the cache does not answer; store what passes."""
     if plan.error:
-        if opts.bisect:
-            tv.bisect = bs.BisectResult(ok=False, error=plan.error)
-        if opts.warnings:
-            tv.warnings = wn.WarningsResult(ok=False, error=plan.error)
+        tv.gates.update({g: registry.get(g).failed(plan.error) for g in names})
         return
-    hit_b = cache.load("bisect", plan) if opts.bisect else None
-    hit_w = cache.load("warnings", plan) if opts.warnings else None
-    need_b, need_w = opts.bisect and hit_b is None, opts.warnings and hit_w is None
+    hits = {g: cache.load(g, plan) for g in names}
+    need = [registry.get(g) for g in names if hits[g] is None]
     if log:
-        run = [g for g, n in (("bisect", need_b), ("warnings", need_w)) if n]
-        log(f"gates {plan.branch}: {' and '.join(run)} at {plan.start[:12]}..{plan.head[:12]} "
-            f"({len(plan.commits)} commit(s))" + ("; bisect cached" if hit_b else "")
-            + ("; warnings cached" if hit_w else ""))
-    before = _collect(plan, wd, "start", opts, log, steps) if need_w else None
-    tv.bisect = hit_b
-    built = True
-    if need_b:
-        tv.bisect = bs.walk(plan, wd, jobs=opts.jobs, progress=opts.progress, log=log,
-                            steps=steps)
-        built = tv.bisect.ok
-        cache.store("bisect", plan, tv.bisect)
-    elif need_w:
-        built = bs.build_head(plan, wd, jobs=opts.jobs, progress=opts.progress, log=log,
-                              steps=steps)
-    tv.warnings = hit_w
-    if need_w:
-        if not built:
-            tv.warnings = wn.WarningsResult(ok=False, error="the branch does not build")
-        else:
-            after = _collect(plan, wd, "head", opts, log, steps)
-            tv.warnings = wn.compare(before, after)
-            cache.store("warnings", plan, tv.warnings)
-
-
-def _collect(plan, wd, at: str, opts: Options, log, steps: StepLog):
-    """W=1/sparse at the start or head: a step of row (branch, "warnings")."""
-    commit = plan.start if at == "start" else plan.head
-    with steps.step(plan.branch, "warnings", f"W=1/sparse at the {at}", commit=commit) as st:
-        col = wn.collect(plan, wd, at=at, jobs=opts.jobs, log=log)
-        st.result(f"{len(col.diagnostics)} diagnostic(s) in {len(col.files)} file(s)")
-    return col
+        log(f"gates {plan.branch}: {' and '.join(g.name for g in need)} at "
+            f"{plan.start[:12]}..{plan.head[:12]} ({len(plan.commits)} commit(s))"
+            + "".join(f"; {g} cached" for g in names if hits[g] is not None))
+    tv.gates.update({g: hits[g] for g in names if hits[g] is not None})
+    run = GateRun(plan, wd, cache.m, jobs=opts.jobs, progress=opts.progress, log=log, steps=steps)
+    for gate in need:
+        gate.before(run)
+    for gate in need:
+        tv.gates[gate.name] = res = gate.run(run)
+        cache.store(gate.name, plan, res)
+    tv.gates = {g: tv.gates[g] for g in names}
 
 
 # ------------------------------------------------------------- rendering
@@ -394,10 +391,8 @@ def render(tv: TopicVerdict, tools: bool = True) -> list[str]:
         else:
             lines.append(f"  {r.type}: {r.message}")
             lines += [f"    {ln}" for ln in r.lines]
-    if tv.bisect is not None:
-        lines += ["  " + ln for ln in tv.bisect.render()]
-    if tv.warnings is not None:
-        lines += ["  " + ln for ln in tv.warnings.render()]
+    for res in tv.gates.values():
+        lines += ["  " + ln for ln in res.render()]
     lines += [f"  note: {n}" for n in tv.notes]
     if tools:
         lines.append(tools_line(tv.versions))
@@ -410,7 +405,7 @@ def tools_line(versions: dict[str, str]) -> str:
 
 def findings(tv: TopicVerdict) -> list[R.Finding]:
     """The verdict's failures as report findings (kind checkpatch, hygiene,
-    bisect or new_warning)."""
+    or the gates' own: bisect, new_warning, ...)."""
     out = []
     for pv in tv.patches:
         for x in pv.failures():
@@ -423,15 +418,13 @@ def findings(tv: TopicVerdict) -> list[R.Finding]:
     for r in tv.recipients:
         if not r.waived:
             out.append(R.Finding("hygiene", f"{r.type}: {r.message}", 0, list(r.lines)))
-    if tv.bisect is not None:
-        out += tv.bisect.findings()
-    if tv.warnings is not None:
-        out += tv.warnings.findings()
+    for res in tv.gates.values():
+        out += res.findings()
     return out
 
 
 def check_branch(manifest, workdir, topic: str, out_dir: Path | None = None,
-                 bisect: bool = False, warnings: bool = False, jobs: int = 0,
+                 gates: tuple[str, ...] = (), jobs: int = 0,
                  steps: StepLog | None = None) -> tuple[R.StageResult, dict]:
     """The "check" stage of one branch, for `ktopic ci`.
 
@@ -441,11 +434,11 @@ def check_branch(manifest, workdir, topic: str, out_dir: Path | None = None,
     With out_dir, the report is written to out_dir/<branch-dir>/check.log
     and the StageResult's log points at it (relative to out_dir).  Builds
     (bisect, warnings) take the work directory's lock (ci already holds it;
-    the lock is re-entrant).  steps: the run's StepLog, which times the
+    the lock is re-entrant).  gates: names in gates/registry.py.  steps: the run's StepLog, which times the
     gates' steps (checkpatch, bisect builds, warnings)."""
     t0 = time.monotonic()
     tv = check_topics(manifest, workdir, [topic],
-                      Options(bisect=bisect, warnings=warnings, jobs=jobs, progress=False),
+                      Options(gates=tuple(gates), jobs=jobs, progress=False),
                       steps=steps)[0]
     lines = render(tv)
     log = ""
@@ -454,7 +447,7 @@ def check_branch(manifest, workdir, topic: str, out_dir: Path | None = None,
         write_atomic(d / "check.log", "\n".join(lines) + "\n")
         log = str((d / "check.log").relative_to(out_dir))
     all_cached = bool(tv.patches) and all(p.cached for p in tv.patches) and \
-        (tv.bisect is None or tv.bisect.cached) and (tv.warnings is None or tv.warnings.cached)
+        all(res.cached for res in tv.gates.values())
     status = R.FAIL if not tv.ok else (R.CACHED if all_cached else R.PASS)
     st = R.StageResult("check", status, time.monotonic() - t0, tv.summary(), log)
     return st, {"verdict": tv.to_dict(), "findings": findings(tv), "versions": tv.versions,

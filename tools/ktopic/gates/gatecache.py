@@ -1,15 +1,14 @@
-"""The build gates' verdicts (--bisect, --warnings) remembered by content.
+"""The topic gates' verdicts (gates/registry.py) remembered by content.
 
 A verdict is stored under a key made of what it depends on:
 
-    the gate            "bisect" or "warnings"
-    the commit range    the topic's start and head commit ids, and its
-                        commits (start..head as bisectable.plan walks it)
-    the configuration   kconfig.fragment_hash() of the topic's fragments
-    the toolchain       gcc --version, ld --version, sparse --version
-                        (first lines)
+    the gate            its name in gates/registry.py
+    what it reads       the gate's key_parts(); for the build gates
+                        (base.BuildGate): the topic's start and head commit
+                        ids and its commits, kconfig.fragment_hash() of its
+                        fragments, gcc/ld/sparse --version (first lines)
     the rules           the source of the modules that make the verdict
-                        (bisectable, new_warnings, build, kconfig, this one)
+                        (the gate's rule_files and gates/base.py)
 
 in ``<workdir>/cache/check/gates/<gate>-<key>.json``.  A topic whose head
 moved (or whose dependencies moved, which moves its start) has another key
@@ -30,19 +29,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ktopic.gates import bisectable as bs
-from ktopic.gates import new_warnings as wn
-from ktopic.kernel import kconfig
+from ktopic.gates import registry
 from ktopic import stampcache
 from ktopic.stampcache import first_line as _first_line
 
 # Version of the stored format: part of every key.
 FORMAT = "1"
-GATES = ("bisect", "warnings")
 TOOLCHAIN = {"gcc": ("gcc", "--version"), "ld": ("ld", "--version"),
              "sparse": ("sparse", "--version")}
-RULE_FILES = ("gates/bisectable.py", "gates/new_warnings.py", "kernel/build.py", "kernel/kconfig.py",
-              "gates/gatecache.py")
 
 
 def cache_dir(wd) -> Path:
@@ -55,20 +49,21 @@ def toolchain(cache: Path) -> dict[str, str]:
     return stampcache.tool_versions(cache / "toolchain.json", TOOLCHAIN, _first_line)
 
 
-def rules_hash() -> str:
+def rules_hash(files: tuple[str, ...]) -> str:
+    """The source of a gate's modules (relative to ktopic/), hashed."""
     here = Path(__file__).parents[1]
-    return stampcache.key(*(part for name in RULE_FILES for part in (name, (here / name).read_bytes())),
+    files = tuple(files) + ("gates/base.py",)
+    return stampcache.key(*(part for name in files for part in (name, (here / name).read_bytes())),
                           length=16)
 
 
-def key_parts(gate: str, plan, tools: dict[str, str], rules: str) -> dict:
-    """What a gate's verdict on a plan depends on (see the module's doc)."""
-    if gate not in GATES:
-        raise ValueError(f"unknown gate {gate!r}")
-    return {"format": FORMAT, "gate": gate, "start": plan.start, "head": plan.head,
-            "commits": [sha for sha, _ in plan.commits],
-            "config": kconfig.fragment_hash(plan.fragments),
-            "toolchain": dict(sorted(tools.items())), "rules": rules}
+def key_parts(gate: str, plan, tools: dict[str, str], rules: str, wd=None, m=None) -> dict:
+    """What a gate's verdict on a plan depends on (see the module's doc and
+    the gate's key_parts)."""
+    parts = {"format": FORMAT, "gate": gate}
+    parts.update(registry.get(gate).key_parts(plan, tools, wd, m))
+    parts["rules"] = rules
+    return parts
 
 
 def key(parts: dict) -> str:
@@ -78,27 +73,29 @@ def key(parts: dict) -> str:
 class GateCache:
     """Load and store the verdicts of one run (one toolchain, one rule set)."""
 
-    def __init__(self, wd):
+    def __init__(self, wd, m=None):
+        self.wd, self.m = wd, m
         self.dir = cache_dir(wd)
         self.tools = toolchain(self.dir)
-        self.rules = rules_hash()
+        self.rules = {n: rules_hash(g.rule_files) for n, g in registry.GATES.items()}
         self.entries = stampcache.Store(self.dir)
 
+    def _parts(self, gate: str, plan) -> dict:
+        return key_parts(gate, plan, self.tools, self.rules[gate], self.wd, self.m)
+
     def _key(self, gate: str, plan) -> str:
-        return f"{gate}-{key(key_parts(gate, plan, self.tools, self.rules))}"
+        return f"{gate}-{key(self._parts(gate, plan))}"
 
     def path(self, gate: str, plan) -> Path:
         return self.entries.path(self._key(gate, plan))
 
     def load(self, gate: str, plan):
-        """The stored verdict (a BisectResult or WarningsResult, marked
-        cached), or None."""
+        """The stored verdict (the gate's result, marked cached), or None."""
         if plan.error:
             return None
         try:
             data = self.entries.get(self._key(gate, plan))
-            cls = bs.BisectResult if gate == "bisect" else wn.WarningsResult
-            res = cls.from_dict(data["result"])
+            res = registry.get(gate).from_dict(data["result"])
         except (ValueError, KeyError, TypeError):
             return None
         res.cached = True
@@ -108,7 +105,7 @@ class GateCache:
         """Remember a passing verdict; failures are not stored."""
         if plan.error or not result.ok or getattr(result, "error", ""):
             return False
-        parts = key_parts(gate, plan, self.tools, self.rules)
+        parts = self._parts(gate, plan)
         d = result.to_dict()
         d["cached"] = False
         self.entries.put(self._key(gate, plan), {"key": parts, "branch": plan.branch, "result": d})

@@ -34,6 +34,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ktopic.gates.base import BuildGate, GateRun
+from ktopic.gates import bisectable
 from ktopic.gates.bisectable import build_commit, seed_of
 from ktopic.kernel import build as buildmod
 from ktopic.kernel import kconfig
@@ -293,3 +295,33 @@ def compare(before: Collected | None, after: Collected) -> WarningsResult:
             new.append(d)
     return WarningsResult(ok=not new, new=new, files=after.files, not_built=after.not_built,
                           base_count=len(old), head_count=len(now))
+
+
+class WarningsGate(BuildGate):
+    """W=1/sparse at the start (before()), the head built (by the bisect
+    walk, or here), W=1/sparse at the head, compared."""
+    name = "warnings"
+    help = "W=1 and sparse on the .c files the topic touches, base vs branch"
+    result = WarningsResult
+
+    def before(self, run: GateRun) -> None:
+        self.start = _collect_step(run, "start")
+
+    def run(self, run: GateRun) -> WarningsResult:
+        if run.built is None:
+            run.built = bisectable.build_head(run.plan, run.wd, jobs=run.jobs, progress=run.progress,
+                                   log=run.log, steps=run.steps)
+        if not run.built:
+            return WarningsResult(ok=False, error="the branch does not build")
+        return compare(self.start, _collect_step(run, "head"))
+
+
+def _collect_step(run: GateRun, at: str) -> Collected:
+    """W=1/sparse at the start or head: a step of row (branch, "warnings")."""
+    plan = run.plan
+    commit = plan.start if at == "start" else plan.head
+    with run.steps.step(plan.branch, "warnings", f"W=1/sparse at the {at}",
+                        commit=commit) as st:
+        col = collect(plan, run.wd, at=at, jobs=run.jobs, log=run.log)
+        st.result(f"{len(col.diagnostics)} diagnostic(s) in {len(col.files)} file(s)")
+    return col

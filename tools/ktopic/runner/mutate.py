@@ -187,16 +187,16 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool,
     if not b.ok:
         res.summary = f"does not build: {b.error}"
         return _store(res, store, key, t0)
-    runner._build_outputs(mt, b)
-    booted = runner._boot_and_test(mt, br, b, stop_at=stop_line(m.caught_by))
+    runner.keep_build_outputs(mt, b)
+    booted = runner.boot_and_test(mt, br, b, stop_at=stop_line(m.caught_by))
     if booted is not None and booted.status == "stopped" and \
             not named_failed(m.caught_by, br):
         # A namesake in another suite failed: only the whole run decides.
         br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
-        runner._boot_and_test(mt, br, b)
+        runner.boot_and_test(mt, br, b)
     if t.expect and br.ok:
-        runner._expectations(mt, br, b)
-    runner._mark_in_base(mt, br)
+        runner.expectations(mt, br, b)
+    runner.mark_in_base(mt, br)
     res.log = f"{runner.rel(runner.out(mt) / 'console.log')}"
     if br.ok:
         res.status = SURVIVED

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ktopic.gates import registry
+
 
 @dataclass
 class Options:
@@ -23,8 +25,8 @@ class Options:
     progress: bool = True
     check: bool = False              # run the patch gates (ktopic check) as a stage
     build: bool = True               # False: generate and gates only, no build/boot/test
-    bisect: bool = False             # the build gates (ktopic check --bisect, --warnings)
-    warnings: bool = False           # run per topic just before its build, which they block
+    gates: tuple[str, ...] = ()      # the topic gates (gates/registry.py, ktopic check
+                                     # --bisect ...), per topic just before its build, which they block
     mutate: bool = False             # the mutation gate per topic, after its plain result
     tiers: bool = False              # the main job's two tiers (runner/tiers.py)
     attribute: int = 12              # boots to find a failure's first bad commit; 0: none
@@ -36,7 +38,7 @@ class Options:
 # on every branch and ci/run-branch, so every pipeline job, on one: a
 # branch's job gives the verdict the main job gives it.  --mutate is a
 # no-op for a topic without qemu/mutants/<topic>/ and for the integration
-# branch, --bisect and --warnings for the integration branch, so one set
+# branch, the topic gates for the integration branch, so one set
 # serves every job.  The manifest's sanitizer variants run in any `ktopic
 # ci` (not with --no-sanitizers).
-MAIN_JOB_GATES = ("bisect", "warnings", "mutate")
+MAIN_JOB_GATES = registry.main_job() + ("mutate",)

@@ -137,9 +137,9 @@ class Runner:
 
     # --- the stages
     def gated(self, t: Target) -> bool:
-        """The build gates run just before this target's build (and block
-        it): a topic's plain target in a run with --bisect or --warnings."""
-        return (self.opts.bisect or self.opts.warnings) and not t.variant and \
+        """The topic gates run just before this target's build (and block
+        it): a topic's plain target in a run with opts.gates."""
+        return bool(self.opts.gates) and not t.variant and \
             t.topic not in (BASE, INTEGRATION)
 
     def run(self, t: Target) -> R.BranchResult:
@@ -174,8 +174,8 @@ class Runner:
         (checkpatch, bisect builds, warnings)."""
         self.note(t, "check", "running", "gates")
         st, details = check.check_branch(self.m, self.wd, t.topic, self.out_dir,
-                                         bisect=self.opts.bisect, warnings=self.opts.warnings,
-                                         jobs=self.opts.jobs, steps=self.steps)
+                                         gates=self.opts.gates, jobs=self.opts.jobs,
+                                         steps=self.steps)
         self.note(t, "check", st.status, st.summary)
         if st.status == FAIL:
             self.gate_failed.add(t.topic)
@@ -271,16 +271,16 @@ class Runner:
         res = self._build(t, br)
         if res is not None and res.ok:
             with self.steps.step(t.branch, "boot+tests", "boot and tests"):
-                self._boot_and_test(t, br, res)
+                self.boot_and_test(t, br, res)
             if t.expect:
                 with self.steps.step(t.branch, "expect", f"{len(t.expect)} expectation boot(s)"):
-                    self._expectations(t, br, res)
+                    self.expectations(t, br, res)
         else:
             for s in ("boot", "test") + (("expect",) if t.expect else ()):
                 br.stages.append(R.StageResult(s, SKIP, 0.0, "not built"))
                 self.note(t, s, SKIP)
         self.results[t.key] = br
-        self._mark_in_base(t, br)
+        self.mark_in_base(t, br)
         if self._cacheable(br):
             self._cache_store(t, br)
         br.repro.setdefault("seconds", f"{time.monotonic() - t0:.1f}")
@@ -304,6 +304,22 @@ class Runner:
             if (src / name).is_file() and src != dst:
                 shutil.copyfile(src / name, dst / name)
 
+    def build_only(self, t: Target) -> tuple[R.BranchResult, buildmod.BuildResult | None]:
+        """Build t's kernel and test modules, boot nothing (`ktopic build`):
+        its result (generate and build stages, findings) and the build, None
+        when there was no branch or the build could not start.  A target
+        with the tree and config of one built before in this run shares
+        that build (its stage says so)."""
+        br = R.BranchResult(branch=t.branch, topic=t.topic, variant=t.variant)
+        if not self.resolve(t):
+            br.stages.append(R.StageResult("generate", FAIL, 0.0,
+                                           f"no branch {t.branch} in {self.git_dir} "
+                                           "(run ktopic generate)"))
+            return br, None
+        br.head, br.tree = t.commit, t.tree
+        br.stages.append(R.StageResult("generate", PASS, 0.0, f"head {t.commit[:12]}"))
+        return br, self._build(t, br)
+
     def _build(self, t: Target, br: R.BranchResult) -> buildmod.BuildResult | None:
         if t.build_key in self.builds:
             first, res = self.builds[t.build_key]
@@ -326,7 +342,7 @@ class Runner:
                 br.findings.append(R.Finding("build", res.error, 0, res.details))
             st = R.StageResult("build", PASS if res.ok else FAIL, time.monotonic() - t0,
                                summary, self.rel(self.out(t) / "build.log"))
-            self._build_outputs(t, res)
+            self.keep_build_outputs(t, res)
             br.stages.append(st)
             self.note(t, "build", st.status, st.summary)
             return res
@@ -358,7 +374,7 @@ class Runner:
             self.note(t, "build", FAIL, str(e).splitlines()[0])
             return None
         self.builds[t.build_key] = (t.branch, res)
-        self._build_outputs(t, res)
+        self.keep_build_outputs(t, res)
         if res.ok:
             summary = f"{res.seconds:.0f}s, {len(res.kernel_modules)} kernel module(s), " \
                       f"{len(res.test_modules)} test module(s)"
@@ -370,7 +386,7 @@ class Runner:
         self.note(t, "build", PASS if res.ok else FAIL, summary)
         return res
 
-    def _build_outputs(self, t: Target, res: buildmod.BuildResult) -> None:
+    def keep_build_outputs(self, t: Target, res: buildmod.BuildResult) -> None:
         d = self.out(t)
         if res.log and res.log.is_file():
             shutil.copyfile(res.log, d / "build.log")
@@ -383,7 +399,7 @@ class Runner:
         return {"config": self.rel(self.out(t) / "config"), "build_dir": str(res.out),
                 "toolchain": "; ".join(f"{v}" for v in res.toolchain.values())}
 
-    def _boot_and_test(self, t: Target, br: R.BranchResult, res: buildmod.BuildResult,
+    def boot_and_test(self, t: Target, br: R.BranchResult, res: buildmod.BuildResult,
                        stop_at: re.Pattern[bytes] | None = None) -> bootmod.BootResult | None:
         """Boot t's kernel with its tests and parse their KTAP; the boot's
         result, None when there was nothing to boot.  stop_at: a console line
@@ -468,7 +484,7 @@ class Runner:
             findings.append(R.Finding("qemu", b.message, 0, b.qemu_stderr))
         return b, text, findings
 
-    def _expectations(self, t: Target, br: R.BranchResult, res: buildmod.BuildResult) -> None:
+    def expectations(self, t: Target, br: R.BranchResult, res: buildmod.BuildResult) -> None:
         """One boot per `expect:` entry: its module alone, with its parameters; the
         expected report must appear (runner/expect.py).  Console: out/<branch>/expect-<name>.log."""
         if not t.expect:
@@ -522,7 +538,7 @@ class Runner:
         for f in br.findings:
             f.in_base = True
 
-    def _mark_in_base(self, t: Target, br: R.BranchResult) -> None:
+    def mark_in_base(self, t: Target, br: R.BranchResult) -> None:
         if t.topic == BASE:
             self.set_base(br, t.variant)
             return
@@ -585,7 +601,7 @@ class Runner:
         else:
             for f in br.findings:
                 f.in_base = False
-            self._mark_in_base(t, br)
+            self.mark_in_base(t, br)
         return br
 
 

@@ -3,7 +3,7 @@
 Tier 1, the verdict: every plain target (the base, each topic with its
 checkpatch and hygiene gates, the integration branch) built, booted and
 tested; the report is written with what tier 2 will add marked pending.
-Tier 2, the depth: per topic its build gates (--bisect, --warnings) and
+Tier 2, the depth: per topic its gates (--bisect, --warnings, ...) and
 its mutants, then the sanitizer variants; the report is written again
 after each of them.
 
@@ -62,13 +62,13 @@ class Tiers:
             rep.write_all(self.report, self.out_dir)
 
     def tier1(self, plain: list[Target], ordered, targets: list[Target],
-              gates: bool) -> list[Target]:
+              gates: tuple[str, ...]) -> list[Target]:
         """Every plain target, the base first; a topic's check stage is
-        pending while its build gates are still to run.  Gives the order
+        pending while its gates (names) are still to run.  Gives the order
         the targets ran in."""
         r = self.runner
         opts = r.opts
-        r.opts = dataclasses.replace(opts, bisect=False, warnings=False)
+        r.opts = dataclasses.replace(opts, gates=())
         order = [t for t in plain if t.topic == BASE]
         try:
             for t in order:
@@ -80,7 +80,7 @@ class Tiers:
                 if gates and st is not None and st.status != FAIL and \
                         t.topic not in (BASE, INTEGRATION):
                     st.status = PENDING
-                    st.summary = f"{st.summary}; bisect and warnings: {LATER}".lstrip("; ")
+                    st.summary = f"{st.summary}; {' and '.join(gates)}: {LATER}".lstrip("; ")
         finally:
             r.opts = opts
         self.publish(targets)
@@ -91,12 +91,11 @@ class Tiers:
         return order
 
     def gates(self, t: Target) -> None:
-        """A topic's build gates; their check stage replaces tier 1's."""
+        """A topic's gates; their check stage replaces tier 1's."""
         r = self.runner
         r.note(t, "check", "running", "gates")
         st, details = check.check_branch(r.m, r.wd, t.topic, r.out_dir,
-                                         bisect=r.opts.bisect, warnings=r.opts.warnings,
-                                         jobs=r.opts.jobs, steps=r.steps)
+                                         gates=r.opts.gates, jobs=r.opts.jobs, steps=r.steps)
         r.note(t, "check", st.status, st.summary)
         br = self.done[id(t)]
         br.stages = [st if s.stage == "check" else s for s in br.stages]
@@ -117,14 +116,14 @@ class Tiers:
     def tier2(self, order: list[Target], variants: list[Target], targets: list[Target],
               mutants: dict[str, list[mut.Mutant]]) -> None:
         r = self.runner
-        self.say("tier 2: build gates, mutants, sanitizer variants")
+        self.say("tier 2: topic gates, mutants, sanitizer variants")
         mrunner = None
         for t in order:
             if t.topic == INTEGRATION:
                 r.attribute(t, self.done[id(t)])
             if t.topic in (BASE, INTEGRATION):
                 continue
-            if r.opts.bisect or r.opts.warnings:
+            if r.opts.gates:
                 self.gates(t)
             r.attribute(t, self.done[id(t)])
             if t.topic in r.gate_failed:    # as without tiers: no mutants for it
@@ -145,7 +144,7 @@ def run(runner, targets: list[Target], ordered, mutants: dict[str, list[mut.Muta
     ordered(targets) puts targets other than the base in the order they
     run in (runner.main_order), once the base is built."""
     tiers = Tiers(runner, report, out_dir, live)
-    gates = runner.opts.bisect or runner.opts.warnings
+    gates = runner.opts.gates
     report.mutants = [x for ms in mutants.values() for x in pending_mutants(ms)]
     order = tiers.tier1([t for t in targets if not t.variant], ordered, targets, gates)
     if not first_only:

@@ -1,0 +1,84 @@
+"""What every topic gate of `ktopic check` is: a name, how it runs on a
+topic's Plan (bisectable.plan), what its verdict depends on (the cache
+key), and a result with a summary, findings and a dict form.
+
+Takes nothing; gives the Gate base class and the GateRun a gate works in.
+The gates themselves are named in gates/registry.py; docs/gates.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ktopic.kernel import kconfig
+
+
+class GateResult(Protocol):
+    """A gate's verdict on one topic (a dataclass)."""
+    ok: bool
+    error: str
+    cached: bool
+
+    def summary(self) -> str: ...
+    def render(self) -> list[str]: ...
+    def findings(self) -> list: ...        # [results.Finding]
+    def to_dict(self) -> dict: ...
+
+
+@dataclass
+class GateRun:
+    """One topic's gates in one run: its Plan, the work directory and the
+    run's choices.  built: whether the topic's head is built in its build
+    directory (None: not known yet), shared by the gates that build."""
+    plan: object
+    wd: object
+    m: object = None                 # the manifest (waivers, patches)
+    jobs: int = 0
+    progress: bool = False
+    log: object = None               # callable(str) or None
+    steps: object = None             # kernel/steplog.StepLog
+    built: bool | None = None
+
+
+class Gate:
+    """One gate.  A subclass sets the class attributes and implements run();
+    before() runs for every gate of a topic before any of them runs."""
+    name = ""
+    help = ""                        # the option's help in `ktopic check` and `ci`
+    result: type = object            # the result class: from_dict(), result(ok=, error=)
+    builds = True                    # builds kernels: under the lock, not with --gates-only
+    main_job = True                  # one of the main job's gates (runner/options.py)
+    rule_files: tuple[str, ...] = () # its code, relative to ktopic/: part of the cache key
+    waiver_prefix = ""               # patches[].waivers types of this gate (TYPE_...)
+
+    def key_parts(self, plan, tools: dict[str, str], wd=None, m=None) -> dict:
+        """What the verdict depends on besides the gate's code (wd and m:
+        the work directory and the manifest, for a gate that reads them)."""
+        raise NotImplementedError
+
+    def before(self, run: GateRun) -> None:
+        """Work on the topic's start, before another gate moves the tree."""
+
+    def run(self, run: GateRun) -> GateResult:
+        raise NotImplementedError
+
+    def failed(self, error: str) -> GateResult:
+        """The verdict when the topic cannot be looked at (no branch)."""
+        return self.result(ok=False, error=error)
+
+    def from_dict(self, d: dict) -> GateResult:
+        return self.result.from_dict(d)
+
+
+class BuildGate(Gate):
+    """A gate that builds the topic: its verdict depends on the commit
+    range, the test configuration and the toolchain (gatecache.py)."""
+    rule_files = ("gates/bisectable.py", "gates/new_warnings.py", "kernel/build.py",
+                  "kernel/kconfig.py", "gates/gatecache.py")
+
+    def key_parts(self, plan, tools: dict[str, str], wd=None, m=None) -> dict:
+        return {"start": plan.start, "head": plan.head,
+                "commits": [sha for sha, _ in plan.commits],
+                "config": kconfig.fragment_hash(plan.fragments),
+                "toolchain": dict(sorted(tools.items()))}
