@@ -389,10 +389,10 @@ def _address_problem(value: str) -> str:
     return ""
 
 
-def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
-    import b4
-    b4.logger.setLevel(logging.CRITICAL)
-    msgs = read_mailbox(mbox)
+def _sent_revision(m: Manifest, label: str, branch: str):
+    """The state and last sent revision of label, with its patch files
+    (relative to the checkout) and their Message-Ids; refused when nothing
+    was sent or a recorded file lies outside patches/."""
     state = revisions.load(m.root, label)
     rel = f"{revisions.STATE_DIR}/{label}.yaml"
     if state is None:
@@ -416,6 +416,12 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
             raise KtopicError(f"patch {i + 1} of v{rev.number} is recorded as {f!r}, which "
                               f"is not a file under patches/", rel,
                               state.line("revisions", rev.number, "stack", first + i, "file"))
+    return state, rev, files, cover_id, patch_ids
+
+
+def _series_ids(state, rev, cover_id, patch_ids) -> tuple[dict[str, int], dict[str, int]]:
+    """The revision's own Message-Ids (patch index, -1 for the cover
+    letter) and those of the older revisions (their number)."""
     ours = {_clean(x): i for i, x in enumerate(patch_ids) if x}
     if cover_id:
         ours[_clean(cover_id)] = -1
@@ -424,24 +430,65 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
         if r is not rev:
             for x in r.delivered + ([r.message_id] if r.message_id else []):
                 older[_clean(x)] = n
-    out = Plan(label, branch, rev.number)
-    applier = email.utils.parseaddr(identity(m))[1]
-    patches: dict[int, tuple[str, object]] = {}
-    existings: dict[str, list] = {}
+    return ours, older
 
-    def patch(i: int):
-        if i not in patches:
-            f = files[i]
-            p = Path(m.root, f)
-            patches[i] = (f, parse(p, f) if p.exists() else None)
-        return patches[i]
 
-    for number, (msg, where, at) in enumerate(msgs, 1):
-        mid = _clean(str(msg.get("Message-Id") or ""))
-        if mid in ours or mid in older:
-            continue            # the series' own messages, in a thread's mbox
-        chain = _ids(msg.get("In-Reply-To")) + list(reversed(_ids(msg.get("References"))))
-        target = next((ours[c] for c in chain if c in ours), None)
+def _loose(lmsg, body: str) -> list[str]:
+    """Person trailer lines of a reply that b4 did not take (no address)."""
+    took = [(t.lname, t.value) for t in lmsg.trailers]
+    loose = []
+    if (lmsg.reply or lmsg.in_reply_to) and not lmsg.has_diff:
+        for line in body.split("\n"):        # as b4 and git split lines
+            lm = TRAILER_LINE.match(line.strip("\r"))
+            if lm and PERSON_TAG.match(lm.group(1)) and not any(
+                    lm.group(1).lower() == n and lm.group(2).startswith(v) for n, v in took):
+                loose.append(line.strip())
+    return loose
+
+
+def _trailer_problem(t, line: str, mismatches) -> str:
+    """Why a trailer b4 took is not written, or ""."""
+    bad = _control(line)
+    if bad:
+        # A form feed, U+2028, ... : a reader that splits lines
+        # there would see another trailer in the commit message.
+        return f"it holds a control character ({bad})"
+    if t.type == "person":
+        why = _address_problem(t.value)
+        if why:
+            return why
+        if t in mismatches:
+            return ("it names someone other than the reply's sender (b4 takes a person's "
+                    "own trailers only)")
+    return ""
+
+
+@dataclass
+class _Collect:
+    """One run of plan: the revision's patch files, read once each, and
+    the plan being filled."""
+    m: Manifest
+    branch: str
+    rev: object
+    files: list[str]
+    ours: dict[str, int]
+    older: dict[str, int]
+    out: Plan
+    patches: dict[int, tuple[str, object]] = field(default_factory=dict)
+    existings: dict[str, list] = field(default_factory=dict)
+
+    def patch(self, i: int):
+        if i not in self.patches:
+            f = self.files[i]
+            p = Path(self.m.root, f)
+            self.patches[i] = (f, parse(p, f) if p.exists() else None)
+        return self.patches[i]
+
+    def read(self, msg, number: int, where: str, at, target):
+        """b4's reading of msg and its trailers that name someone else, or
+        None when b4 cannot read it (passed over, or refused when it is a
+        reply to the revision with trailer lines)."""
+        import b4
         # A mail b4 cannot read (or would take hours over) is not given to
         # it.  One the run needs, a reply to the revision with trailer
         # lines, is refused: its trailers would be lost.
@@ -451,94 +498,110 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
             try:
                 lmsg = b4.LoreMessage(msg)
                 _, mismatches = lmsg.get_trailers(sloppy=False)
+                return lmsg, mismatches
             except Exception as e:          # noqa: BLE001  (b4 on a mail it chokes on)
                 why = f"b4 cannot read it ({type(e).__name__}: {_short(str(e))})"
-        if why:
-            named = f"message {number} ({_named(msg)})"
-            if target is not None and _trailer_lines(texts):
-                raise KtopicError(_shown(f"{named}: a reply to v{rev.number} of {branch} with "
-                                         f"trailers, but {why}: mend or remove it (nothing was "
-                                         f"written)"), where, at)
-            out.skipped.append(f"{where}{f':{at}' if at else ''}: {named}: {why}: passed over (" +
-                               (f"a reply to v{rev.number} of {branch} without trailers)"
-                                if target is not None else
-                                f"not a reply to v{rev.number} of {branch})"))
-            continue
-        body = (lmsg.body or "").split("\n-- \n", 1)[0]
-        took = [(t.lname, t.value) for t in lmsg.trailers]
-        loose = []              # person trailers b4 would not take: no address
-        if (lmsg.reply or lmsg.in_reply_to) and not lmsg.has_diff:
-            for line in body.split("\n"):        # as b4 and git split lines
-                lm = TRAILER_LINE.match(line.strip("\r"))
-                if lm and PERSON_TAG.match(lm.group(1)) and not any(
-                        lm.group(1).lower() == n and lm.group(2).startswith(v) for n, v in took):
-                    loose.append(line.strip())
+        rev, branch = self.rev.number, self.branch
+        named = f"message {number} ({_named(msg)})"
+        if target is not None and _trailer_lines(texts):
+            raise KtopicError(_shown(f"{named}: a reply to v{rev} of {branch} with "
+                                     f"trailers, but {why}: mend or remove it (nothing was "
+                                     f"written)"), where, at)
+        self.out.skipped.append(f"{where}{f':{at}' if at else ''}: {named}: {why}: passed over (" +
+                                (f"a reply to v{rev} of {branch} without trailers)"
+                                 if target is not None else
+                                 f"not a reply to v{rev} of {branch})"))
+        return None
+
+    def not_ours(self, what: str, chain: list[str], n: int) -> None:
+        """Say why a reply with n trailers that answers no message of the
+        revision is passed over."""
+        rev, branch = self.rev.number, self.branch
+        old = next((self.older[c] for c in chain if c in self.older), None)
+        if old is not None:
+            why = f"a reply to v{old} of {branch}, but v{rev} is the last sent revision"
+        else:
+            why = f"a reply to another series, not to v{rev} of {branch}"
+        self.out.skipped.append(f"{what}: {why}: its {n} trailer{'s' if n != 1 else ''} not taken")
+
+    def take(self, t, line: str, i: int, what: str, mid: str, sender: str) -> None:
+        """Add trailer t to patch i unless it is there already."""
+        out = self.out
+        addr = t.addr[1].lower() if t.type == "person" and t.addr else ""
+        f, pf = self.patch(i)
+        if pf is None:
+            out.skipped.append(f"{what}: '{line}': {f} (patch {i + 1} of v{self.rev.number}) "
+                               f"is no longer in the checkout")
+            return
+        ed = out.edits.setdefault(f, PatchEdit(f, Path(self.m.root, f)))
+        if f not in self.existings:
+            ed.old = pf.path.read_bytes()
+            self.existings[f] = _existing(ed.old, f)
+        existing = self.existings[f]
+        if addr and addr == pf.email.lower() and any(
+                n == "signed-off-by" and a == addr for n, a, _ in existing):
+            out.skipped.append(f"{what}: '{line}': from the author of {f}, whose "
+                               f"Signed-off-by it carries already")
+            return
+        bare = t.as_string(omit_extinfo=True).lower()
+        same = [x for n, a, x in existing if n == t.lname and
+                (a == addr if addr else x.lower() == bare)]
+        if same:
+            out.skipped.append(f"{what}: '{line}': already in {f}")
+            return
+        if any(a.lname == t.lname and (a.addr == addr if addr else a.bare == bare)
+               for a in ed.add):
+            out.skipped.append(f"{what}: '{line}': taken for {f} from an earlier reply")
+            return
+        ed.add.append(Taken(line, t.lname, addr, mid, sender, bare))
+
+    def message(self, msg, number: int, where: str, at, mbox: Path) -> None:
+        """Take the trailers of one message of the mailbox."""
+        mid = _clean(str(msg.get("Message-Id") or ""))
+        if mid in self.ours or mid in self.older:
+            return              # the series' own messages, in a thread's mbox
+        chain = _ids(msg.get("In-Reply-To")) + list(reversed(_ids(msg.get("References"))))
+        target = next((self.ours[c] for c in chain if c in self.ours), None)
+        read = self.read(msg, number, where, at, target)
+        if read is None:
+            return
+        lmsg, mismatches = read
+        loose = _loose(lmsg, (lmsg.body or "").split("\n-- \n", 1)[0])
         if not lmsg.trailers and not loose:
-            continue
+            return
         sender = f"{lmsg.fromname} <{lmsg.fromemail}>"
         named = _named(msg) if mid else f"message {number} ({_named(msg)})"
         what = f"{mbox}: {named} from {sender}"
         if target is None:
-            old = next((older[c] for c in chain if c in older), None)
-            if old is not None:
-                why = (f"a reply to v{old} of {branch}, but v{rev.number} is the last sent "
-                       f"revision")
-            else:
-                why = f"a reply to another series, not to v{rev.number} of {branch}"
-            n = len(lmsg.trailers) + len(loose)
-            out.skipped.append(f"{what}: {why}: its {n} trailer{'s' if n != 1 else ''} not taken")
-            continue
-        out.replies += 1
+            self.not_ours(what, chain, len(lmsg.trailers) + len(loose))
+            return
+        self.out.replies += 1
         for line in loose:
             bad = _control(line)
-            out.skipped.append(f"{what}: '{line}': " + (
+            self.out.skipped.append(f"{what}: '{line}': " + (
                 f"it holds a control character ({bad})" if bad else "its address does not parse"))
-        targets = range(len(files)) if target == -1 else [target]
+        targets = range(len(self.files)) if target == -1 else [target]
         for t in lmsg.trailers:
             line = t.as_string()
-            bad = _control(line)
-            if bad:
-                # A form feed, U+2028, ... : a reader that splits lines
-                # there would see another trailer in the commit message.
-                out.skipped.append(f"{what}: '{line}': it holds a control character ({bad})")
+            why = _trailer_problem(t, line, mismatches)
+            if why:
+                self.out.skipped.append(f"{what}: '{line}': {why}")
                 continue
-            if t.type == "person":
-                why = _address_problem(t.value)
-                if why:
-                    out.skipped.append(f"{what}: '{line}': {why}")
-                    continue
-                if t in mismatches:
-                    out.skipped.append(f"{what}: '{line}': it names someone other than the "
-                                       f"reply's sender (b4 takes a person's own trailers only)")
-                    continue
-            addr = t.addr[1].lower() if t.type == "person" and t.addr else ""
             for i in targets:
-                f, pf = patch(i)
-                if pf is None:
-                    out.skipped.append(f"{what}: '{line}': {f} (patch {i + 1} of v{rev.number}) "
-                                       f"is no longer in the checkout")
-                    continue
-                ed = out.edits.setdefault(f, PatchEdit(f, Path(m.root, f)))
-                if f not in existings:
-                    ed.old = pf.path.read_bytes()
-                    existings[f] = _existing(ed.old, f)
-                existing = existings[f]
-                if addr and addr == pf.email.lower() and any(
-                        n == "signed-off-by" and a == addr for n, a, _ in existing):
-                    out.skipped.append(f"{what}: '{line}': from the author of {f}, whose "
-                                       f"Signed-off-by it carries already")
-                    continue
-                bare = t.as_string(omit_extinfo=True).lower()
-                same = [x for n, a, x in existing if n == t.lname and
-                        (a == addr if addr else x.lower() == bare)]
-                if same:
-                    out.skipped.append(f"{what}: '{line}': already in {f}")
-                    continue
-                if any(a.lname == t.lname and (a.addr == addr if addr else a.bare == bare)
-                       for a in ed.add):
-                    out.skipped.append(f"{what}: '{line}': taken for {f} from an earlier reply")
-                    continue
-                ed.add.append(Taken(line, t.lname, addr, mid, sender, bare))
+                self.take(t, line, i, what, mid, sender)
+
+
+def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
+    import b4
+    b4.logger.setLevel(logging.CRITICAL)
+    msgs = read_mailbox(mbox)
+    state, rev, files, cover_id, patch_ids = _sent_revision(m, label, branch)
+    ours, older = _series_ids(state, rev, cover_id, patch_ids)
+    out = Plan(label, branch, rev.number)
+    applier = email.utils.parseaddr(identity(m))[1]
+    run = _Collect(m, branch, rev, files, ours, older, out)
+    for number, (msg, where, at) in enumerate(msgs, 1):
+        run.message(msg, number, where, at, mbox)
     for f, ed in list(out.edits.items()):
         if not ed.add:
             del out.edits[f]
