@@ -192,6 +192,64 @@ def _stop_line(stop_at: re.Pattern[bytes] | None, partial: bytes,
     return None, len(chunk), rest[-4096:]
 
 
+def _watch(req: BootRequest, p, log, t0: float) -> tuple[str, str, int | None]:
+    """Copy QEMU's console to log until the run ends: the guest said done
+    (and powered off, or not within the grace), a stop line, a time-out,
+    silence, or QEMU exiting; gives the status, its message and QEMU's
+    exit status when it exited."""
+    status, message, rc = "error", "", None
+    sel = selectors.DefaultSelector()
+    sel.register(p.stdout, selectors.EVENT_READ)
+    tail = b""
+    partial = b""                # the console's last, unfinished line
+    last = t0
+    done_at = None
+    try:
+        while True:
+            now = time.monotonic()
+            if done_at is not None and now - done_at > req.grace:
+                status, message = "done", "guest did not power off after done; killed"
+                break
+            if now - t0 > req.timeout:
+                status = "timeout"
+                message = f"no end of run within the time-out of {req.timeout:.0f}s"
+                break
+            if done_at is None and now - last > req.silence:
+                status = "silence"
+                message = f"no console output for {req.silence:.0f}s"
+                break
+            wait = min(req.timeout - (now - t0), req.silence - (now - last), 0.5)
+            if not sel.select(timeout=max(wait, 0.01)):
+                if p.poll() is None:
+                    continue
+                # QEMU is gone but something still holds the pipe: no more output.
+                chunk = b""
+            else:
+                chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:          # QEMU exited
+                rc = p.wait()
+                status = "done" if done_at is not None else "exited"
+                if status == "exited":
+                    message = f"QEMU exited (status {rc}) before ktopic-init: done"
+                break
+            # The console ends with the line that stops the run.
+            stop, upto, partial = _stop_line(req.stop_at, partial, chunk)
+            log.write(chunk[:upto])
+            log.flush()
+            last = time.monotonic()
+            if stop is not None:
+                status = "stopped"
+                message = "stopped at: " + stop.decode(errors="replace")
+                break
+            if done_at is None:
+                tail = (tail + chunk)[-4096:]
+                if DONE_MARK in tail:
+                    done_at = last
+    finally:
+        sel.close()
+    return status, message, rc
+
+
 def boot(req: BootRequest) -> BootResult:
     import subprocess
 
@@ -218,56 +276,10 @@ def boot(req: BootRequest) -> BootResult:
             return BootResult("error", 0.0, req.console, shlex.join(cmd),
                               message=f"cannot run {QEMU}: {e.strerror}")
         _live.add(p.pid)
-        sel = selectors.DefaultSelector()
-        sel.register(p.stdout, selectors.EVENT_READ)
-        tail = b""
-        partial = b""                # the console's last, unfinished line
-        last = t0
-        done_at = None
         try:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            while True:
-                now = time.monotonic()
-                if done_at is not None and now - done_at > req.grace:
-                    status, message = "done", "guest did not power off after done; killed"
-                    break
-                if now - t0 > req.timeout:
-                    status = "timeout"
-                    message = f"no end of run within the time-out of {req.timeout:.0f}s"
-                    break
-                if done_at is None and now - last > req.silence:
-                    status = "silence"
-                    message = f"no console output for {req.silence:.0f}s"
-                    break
-                wait = min(req.timeout - (now - t0), req.silence - (now - last), 0.5)
-                if not sel.select(timeout=max(wait, 0.01)):
-                    if p.poll() is None:
-                        continue
-                    # QEMU is gone but something still holds the pipe: no more output.
-                    chunk = b""
-                else:
-                    chunk = os.read(p.stdout.fileno(), 65536)
-                if not chunk:          # QEMU exited
-                    rc = p.wait()
-                    status = "done" if done_at is not None else "exited"
-                    if status == "exited":
-                        message = f"QEMU exited (status {rc}) before ktopic-init: done"
-                    break
-                # The console ends with the line that stops the run.
-                stop, upto, partial = _stop_line(req.stop_at, partial, chunk)
-                log.write(chunk[:upto])
-                log.flush()
-                last = time.monotonic()
-                if stop is not None:
-                    status = "stopped"
-                    message = "stopped at: " + stop.decode(errors="replace")
-                    break
-                if done_at is None:
-                    tail = (tail + chunk)[-4096:]
-                    if DONE_MARK in tail:
-                        done_at = last
+            status, message, rc = _watch(req, p, log, t0)
         finally:
-            sel.close()
             # The whole group, even when QEMU itself has exited: nothing it
             # started may outlive the run.
             try:
