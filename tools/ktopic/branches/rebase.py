@@ -1,31 +1,9 @@
-"""Rebase every topic onto a newer packaged tree.
+"""Rebase every topic onto a newer packaged tree (`ktopic rebase`).
 
-The new tarball is imported as a commit whose parent is the current base,
-so the history between base versions exists.  Then each topic, in
-dependency order, is stacked again on the new base from its patch files,
-one patch at a time, on a temporary index (no checkout):
-
-    already upstream  patch-id equal to the base-to-base diff of its files,
-                      or it applies as empty, or it reverse-applies, or a
-                      three-way merge leaves the tree unchanged; the patch
-                      moves to the topic's `upstream:` list with a check
-    applied           git apply --cached
-    3-way             git apply --cached --3way (the patch is rewritten)
-    conflict          the topic stops: a sparse worktree in the work
-                      directory holds `git am --3way` with the conflict in
-                      place; `ktopic rebase --continue` takes the resolution
-
-Other topics go on (those that depend on a stopped one wait).  At the end of
-each run the topics that finished are committed together: their patch
-files, the manifest (base keys on the first commit, patches, upstream
-lists) and their refs, the old branch heads kept under
-refs/ktopic/old/<old debian-version>/<branch>.  The state of an unfinished
-rebase is <workdir>/rebase/state.json, with a snapshot that --abort puts
-back (manifest, patches, refs, caches, worktrees).
-
-Takes the manifest, the work directory and a newer tarball; gives the moved
-branches, the rewritten patches and manifest, a Report (or a stop at a
-conflict to resolve).
+Takes the manifest, the work directory and a newer tarball; gives the
+moved branches (the old heads kept under refs/ktopic/old/), the rewritten
+patches and manifest and a Report, or a stop at a conflict to resolve
+(state in <workdir>/rebase/state.json).  docs/rebase.md.
 """
 
 from __future__ import annotations

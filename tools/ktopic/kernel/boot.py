@@ -1,23 +1,8 @@
 """Boot a test kernel in QEMU and record its console.
 
-- qemu-system-x86_64, q35, -smp 2 by default, KVM only when the probe in
-  qkvm.py showed that it really works, else TCG.
-- Kernel command line: console=ttyS0 panic=-1 panic_on_warn=0 rdinit=/init
-  plus the topic's arguments; QEMU runs with -no-reboot, so a panic (which
-  reboots at once with panic=-1) ends the run, while a WARN does not: the
-  whole run is recorded and scanned, and one run reports every splat.
-- The run ends when the guest powers off after "ktopic-init: done", when
-  QEMU exits (panic, triple fault), when the console is silent for too long,
-  at the overall time-out, or at the first console line that matches the
-  request's stop_at (a line that already decides what the run was for).
-  Time-outs are given in "reference seconds" and scaled by the measured
-  speed of this machine (speed_factor()).
-- QEMU runs in its own process group, which is killed on every way out
-  (normal end, time-out, exception, SIGINT/SIGTERM, interpreter exit).
-- The serial console is written to the given console.log as it arrives.
-
-Takes a BootRequest (kernel, initramfs, accelerator, time-outs); gives a
-BootResult (console log, how it ended).
+Takes a BootRequest (kernel, initramfs, accelerator, time-outs, stop line);
+gives a BootResult (the console log, how the run ended).  docs/ci.md,
+"The guest".
 """
 
 from __future__ import annotations

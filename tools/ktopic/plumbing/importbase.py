@@ -1,19 +1,8 @@
 """Import the packaged kernel tarball into the work repository as one commit.
 
-The tarball is streamed through git fast-import: no extraction to disk, one
-pack instead of 80,000 loose objects.  Every file goes in whatever Debian's
-.gitignore says (it ignores every top-level path), so the commit's tree is
-the tarball's one top-level directory byte for byte, as tar extracts it.
-The commit is deterministic: identity, date and message depend only on the
-manifest and the tarball, so two machines get the same base commit id.
-
-The tarball is input from outside: a member git (fsck --strict, checkout)
-or GNU tar would refuse is refused, in the pass that imports it, naming
-the member, before any ref moves (_Tree); so is a broken tar or xz stream.
-
 Takes the manifest's tarball and the work directory; gives refs/heads/base
-and refs/ktopic/bases/<debian-version> (the version's DEP-14 name:
-model/debversion.py).
+and refs/ktopic/bases/<debian-version>, or a refusal naming the member git
+or tar would refuse.  docs/design.md, "Import".
 """
 
 from __future__ import annotations

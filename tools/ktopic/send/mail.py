@@ -1,18 +1,7 @@
 """Mail a topic (or the integration branch) as a patch series, with b4.
 
-The generated branch is enrolled with `b4 prep -e` in a sparse worktree of
-the work repository (no file of the kernel tree is checked out: b4 needs a
-worktree, not the files), on a branch ``b4/<label>``.  The cover letter,
-written from the manifest (cover.py), becomes the message of b4's empty
-cover commit together with b4's tracking data, in which the change-id and
-the revision come from ``mail/<label>.yaml`` (revisions.py).  `b4 send`
-then writes the messages (``-o``) or sends them over SMTP.
-
-Everything that can be wrong with the input is checked before the worktree
-is made, so a bad input writes and sends nothing.
-
 Takes the manifest, the work directory and a topic or integration; gives
-the series b4 wrote (and sent) and its new revision.
+the series b4 wrote (and sent) and its new revision.  docs/mail.md.
 """
 
 from __future__ import annotations

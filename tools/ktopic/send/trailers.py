@@ -1,36 +1,10 @@
-"""Review trailers from the list's replies back into the patch files.
+"""Review trailers from the list's replies, written into the patch files.
 
-After a revision went out (`ktopic mail --send`), reviewers answer with
-``Reviewed-by:``, ``Acked-by:``, ``Tested-by:``, ``Reported-by:`` lines.
-This reads their replies from an mbox file or a maildir, keeps those that
-answer a message of the topic's last sent revision (matched by
-In-Reply-To, then References, against the Message-Ids recorded in
-``mail/<label>.yaml``; a reply to the cover letter counts for every patch,
-as with b4), takes the trailers with b4's own follow-up parsing
-(``b4.LoreMessage``), and writes them into ``patches/<topic>/*.patch``:
-after the trailers already there, before the Signed-off-by of the person
-applying (``series.from``), each once.
-
-What is not taken is said, one line each: a reply to another series or to
-an older revision, a trailer whose address does not parse, a trailer that
-names someone other than the reply's sender (b4's rule), one from the
-patch's own author that only restates the sign-off, one already there, one
-holding a control character (a form feed, U+2028, ...) that a reader
-splitting lines would take for two.
-
-A patch file is edited as bytes: only the trailer lines are added, in the
-file's charset and with its line ends; the rest (CRLF lines of the diff,
-text in another charset) stays byte for byte.  The message ends where git
-mailinfo ends it (the first `---`, `diff -` or `Index: ` line of the body),
-and the written file is checked with mailinfo to give the same diff and
-the same message plus the trailers.  A file that cannot be edited so (base64
-or quoted-printable, multipart, a charset that cannot hold a trailer) is
-refused with its name.
-
-A mail b4 cannot read (no From:, a Date: that is not a date, a line b4
-would read as a trailer longer than MAX_TRAILER_LINE, on which b4 would
-spend hours) is not given to b4: passed over and said, or refused when it
-is a reply to the revision with trailer lines, whose trailers would be lost.
+Takes a label's last sent revision (mail/<label>.yaml) and an mbox file or
+maildir of replies; gives a Plan (the trailers to add per patch file and
+what was passed over, with why) and writes it, each patch file edited as
+bytes and checked with git mailinfo.  docs/mail.md, "Review trailers from
+the replies".
 """
 
 from __future__ import annotations
