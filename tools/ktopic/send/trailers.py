@@ -15,6 +15,7 @@ import email.policy
 import email.utils
 import logging
 import mailbox
+import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -71,6 +72,21 @@ class Plan:
         return sum(len(e.add) for e in self.edits.values())
 
 
+def _maildir(path: Path) -> list[tuple[Path, object]]:
+    """The messages of a maildir with their files, in the order Python's
+    mailbox.Maildir gives them (cur/, then new/; a file per unique name)."""
+    files: dict[str, Path] = {}
+    for sub in ("cur", "new"):
+        for entry in os.listdir(path / sub):
+            if not (path / sub / entry).is_dir():
+                files[entry.split(":")[0]] = path / sub / entry
+    out = []
+    for f in files.values():
+        with open(f, "rb") as fh:
+            out.append((f, mailbox.MaildirMessage(fh)))
+    return out
+
+
 def read_mailbox(path: Path) -> list[tuple[object, str, int | None]]:
     """The messages of an mbox file or a maildir (as b4 reads them), each
     with the file it is in and the line it starts on (None in a maildir,
@@ -80,14 +96,7 @@ def read_mailbox(path: Path) -> list[tuple[object, str, int | None]]:
         raise KtopicError(f"{path}: no such mbox file or maildir")
     try:
         if path.is_dir():
-            box = mailbox.Maildir(str(path), factory=None, create=False)
-            out = []
-            for key in box.keys():
-                try:
-                    where = str(path / box._lookup(key))
-                except (AttributeError, KeyError):
-                    where = str(path)
-                out.append((box[key], where, None))
+            out = [(msg, str(f), None) for f, msg in _maildir(path)]
         else:
             box = mailbox.mbox(str(path), create=False)
             msgs = list(box)
