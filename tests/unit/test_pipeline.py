@@ -291,6 +291,7 @@ def test_a_jobs_extra_options_follow_and_its_status_is_cis(tmp_path):
 def parse(argv):
     p = argparse.ArgumentParser()
     p.add_argument("-m", "--manifest", type=Path, default=TINY)
+    p.add_argument("-w", "--workdir", type=Path, default=None)      # as cli.parser() has it
     cmd_pipeline.register(p.add_subparsers(dest="command"))
     return p.parse_args(argv)
 
