@@ -19,10 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from ktopic import stampcache
 from ktopic.model import branchspec, debversion, variants, yamlpos
 from ktopic.errors import KtopicError
-from ktopic.model.workdir import default_root
 
 SCHEMA = Path(__file__).with_name("manifest.schema.json")
 
@@ -375,10 +373,26 @@ def is_patch_file(path: Path) -> str | None:
     return None
 
 
-def load(path: Path | str, root: Path | None = None,
-         workdir: Path | str | None = None) -> Manifest:
-    """The manifest at path; validation stamps live in workdir (-w), else
-    in the default work directory."""
+@dataclass
+class Source:
+    """A manifest file as read, before validation: its bytes (what a
+    record of its validation is keyed by) and their YAML."""
+    path: Path
+    root: Path
+    name: str                       # as messages show it
+    raw: bytes
+    data: object
+    variant_names: tuple            # the build variants under qemu/
+
+    def stamp_parts(self) -> tuple:
+        """What a record that this source passed validation depends on:
+        its bytes, the schema, this module and the variants there are."""
+        return (self.raw, SCHEMA.read_bytes(), Path(__file__).read_bytes(), self.variant_names)
+
+
+def read(path: Path | str, root: Path | None = None) -> Source:
+    """The manifest at path, read and refused only for what no message
+    could print (a NUL, a lone surrogate); not validated yet."""
     path = Path(path).resolve()
     root = (root or path.parent).resolve()
     name = display_path(path, root)
@@ -391,25 +405,25 @@ def load(path: Path | str, root: Path | None = None,
                           name, getattr(data, "line", 1))
     _no_surrogate(data, name)           # first: no message below could print one
     _no_nul(data, name)
-    # Keyed by this file too: a stamp means "every check of this code passed".
-    stamps = stampcache.Store((Path(workdir).expanduser() if workdir else default_root()) / "validated",
-                              "{key}")
-    # The bytes validated, not the file read again: it may have changed since.
-    kinds = tuple(variants.load(root / "qemu"))     # the build variants there are
-    stamp = stampcache.key(raw, SCHEMA.read_bytes(), Path(__file__).read_bytes(), kinds)
-    known = stamps.has(stamp)
-    if not known:
-        _validate(data, name, variant_names=kinds)
-    m = _build(data, path, root, name, check_names=not known)
+    return Source(path, root, name, raw, data, tuple(variants.load(root / "qemu")))
+
+
+def build(src: Source, validated: bool = False, workdir: Path | str | None = None) -> Manifest:
+    """The Manifest of src; every check runs unless validated says that
+    these very bytes passed them before."""
+    if not validated:
+        _validate(src.data, src.name, variant_names=src.variant_names)
+    m = _build(src.data, src.path, src.root, src.name, check_names=not validated)
     m.workdir = workdir
-    if not known:
-        # Only a manifest that passed every check is remembered: the checks
-        # _build skips for a known manifest must have run once.
-        try:
-            stamps.put(stamp, True)
-        except OSError:
-            pass                  # a read-only cache only costs time
     return m
+
+
+def load(path: Path | str, root: Path | None = None,
+         workdir: Path | str | None = None) -> Manifest:
+    """The manifest at path, validated.  workdir is only recorded (for the
+    manifest edits that load it again); plumbing.manifests.load remembers
+    a manifest that passed in the work directory."""
+    return build(read(path, root), workdir=workdir)
 
 
 def _no_nul(data, name: str) -> None:
@@ -486,8 +500,8 @@ def regex_problem(pattern: str, flags: int = 0) -> str | None:
 
 def _validate(data, name: str, schema: Path = SCHEMA, variant_names: tuple = ()) -> None:
     """JSON Schema validation (of the manifest, or of another YAML file of
-    the project's that yamlpos loaded, by its own schema).  load()
-    remembers a manifest that passed by content, so it is not validated
+    the project's that yamlpos loaded, by its own schema).  A manifest that
+    passed is remembered by content (plumbing.manifests), so it is not validated
     again (importing jsonschema alone costs more than a no-op generate).
     variant_names: what a topic's sanitizers: may name (qemu/variants.yaml)."""
     import jsonschema
