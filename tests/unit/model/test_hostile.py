@@ -1,4 +1,4 @@
-"""The hostile corpus (hostile/cases.yaml): malformed and hostile manifests,
+"""The hostile corpus (hostile_cases.yaml, beside it): malformed and hostile manifests,
 patches and mails, each run against one small synthetic work repository.
 
 Each case must end with its exit status and exactly its one line on
