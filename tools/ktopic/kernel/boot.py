@@ -140,18 +140,34 @@ def qemu_command(req: BootRequest) -> list[str]:
 
 
 class _SignalsToExit:
-    """While QEMU runs, make SIGTERM/SIGHUP unwind (so the group is killed)."""
+    """While QEMU runs, make SIGTERM/SIGHUP unwind (so the group is killed).
+
+    A signal that comes before arm() (before the try whose finally kills
+    the group) is kept and raised by arm(): blocking it in this thread is
+    not enough, because another thread of the process (a test runner's,
+    for one) may take it and Python then runs the handler here anyway,
+    in the middle of starting QEMU."""
 
     def __enter__(self):
         self.saved = {}
+        self.armed = False
+        self.pending = 0
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGHUP):
-                self.saved[sig] = signal.signal(sig, self._raise)
+                self.saved[sig] = signal.signal(sig, self._handle)
         return self
 
-    @staticmethod
-    def _raise(signum, frame):
+    def _handle(self, signum, frame):
+        if not self.armed:
+            self.pending = self.pending or signum
+            return
         raise SystemExit(128 + signum)
+
+    def arm(self) -> None:
+        """From here on a signal unwinds; one that came before does now."""
+        self.armed = True
+        if self.pending:
+            raise SystemExit(128 + self.pending)
 
     def __exit__(self, *exc):
         for sig, handler in self.saved.items():
@@ -243,7 +259,8 @@ def boot(req: BootRequest) -> BootResult:
     t0 = time.monotonic()
     status, message, rc = "error", "", None
     stderr_path = req.console.with_name(req.console.stem + ".qemu-stderr")
-    with _SignalsToExit(), open(req.console, "wb") as log, open(stderr_path, "wb") as err:
+    with _SignalsToExit() as signals, open(req.console, "wb") as log, \
+            open(stderr_path, "wb") as err:
         # SIGTERM/SIGHUP held from before QEMU starts until the try whose
         # finally kills its group: one arriving in between would unwind
         # past it and leave the group running.  QEMU gets the old mask.
@@ -258,11 +275,13 @@ def boot(req: BootRequest) -> BootResult:
                                  preexec_fn=child_setup)
         except OSError as e:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            signals.arm()
             return BootResult("error", 0.0, req.console, shlex.join(cmd),
                               message=f"cannot run {QEMU}: {e.strerror}")
         _live.add(p.pid)
         try:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            signals.arm()
             status, message, rc = _watch(req, p, log, t0)
         finally:
             # The whole group, even when QEMU itself has exited: nothing it
