@@ -17,6 +17,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
+# The unit tests share fakes and fixtures by importing one another's
+# modules (test_ci, test_ktap, ...): every directory of them is importable,
+# whichever of them pytest collected first.
+sys.path += [str(d) for d in sorted((REPO / "tests" / "unit").glob("**/"))
+             if d.name != "__pycache__"]
 
 from ktopic import cli  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""What the rebase tests share, on the synthetic tree (unit/test_rebase.py)
+"""What the rebase tests share, on the synthetic tree (unit/branches/test_rebase.py)
 and on the real one (e2e/test_rebase_real.py): the outcome table as a dict,
 a snapshot of everything `ktopic rebase --abort` must put back, a
 scripted conflict resolution, and the part of a patch mail a rewrite keeps."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from conftest import REPO  # noqa: E402  (the checkout, wherever this file sits)
 sys.path.insert(0, str(REPO / "tools" / "bench"))
 
 import bench_mainjob as bm  # noqa: E402

@@ -10,6 +10,11 @@ import subprocess
 from conftest import REPO
 
 
+def _unit(*names: str) -> list[str]:
+    """The unit test files of these names, wherever under tests/unit they are."""
+    return [str(p.relative_to(REPO)) for n in names for p in REPO.glob(f"tests/unit/**/{n}")]
+
+
 def test_unit_tests_write_nothing_outside_their_tmp(tmp_path):
     home, cache = tmp_path / "home", tmp_path / "cache"
     home.mkdir()
@@ -17,8 +22,7 @@ def test_unit_tests_write_nothing_outside_their_tmp(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KTOPIC_", "XDG_"))}
     env.update(HOME=str(home), XDG_CACHE_HOME=str(cache), PYTEST_ADDOPTS="-p no:cacheprovider")
     p = subprocess.run(["/usr/bin/python3", "-m", "pytest", "-c", "tests/pytest.ini",
-                        "--rootdir=tests", "-q", "tests/unit/test_manifest_errors.py",
-                        "tests/unit/test_mail.py",
+                        "--rootdir=tests", "-q", *_unit("test_manifest_errors.py", "test_mail.py"),
                         "-k", "wrong-type or missing_manifest or bad_patch_file or test_targets"],
                        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]

@@ -1,20 +1,8 @@
-"""Caches keyed by content, in the work directory: one way to name, read
-and write an entry.
+"""Caches keyed by content, in the work directory.
 
-    key(*parts)          sha256 of the parts (JSON, keys sorted): a name for
-                         what an answer depends on
-    Store(dir, pattern)  one JSON file an entry, at dir/pattern.format(key=..);
-                         get(key) gives the value or None, put(key, value)
-                         writes it atomically (fileio.write_atomic)
-    tool_versions(path, programs)
-                         programs' first --version lines, asked again only
-                         when a program's file changed (its name, path, size
-                         and mtime: the stamp)
-
-An entry that cannot be read or is not JSON is a miss: the answer is worked
-out again and the entry rewritten.  Nothing is ever half written.
-
-Takes a directory and keys; gives values remembered under them.
+Takes a directory and keys (key(), Store, tool_versions()); gives values
+remembered under them, a miss where an entry cannot be read.
+docs/design.md, "The work directory".
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""Would git am apply a series on a topic?  Checked before import-mbox
-writes anything.
-
-The topic's commit is made as generate makes it (the base, the patches of
-its dependencies, its own), through the same stacker, and the series is
-applied on it in order, each patch on the one before, as `git am` applies
-them: a patch git apply refuses (a hunk that does not fit, a path git
-refuses such as `.git/...`) or a commit git would not make is named, with
-the mail it came from.  Commits are written into the work repository, as
-generate writes them (and its stack cache remembers them, so the next
-generate finds them made); no ref moves and no worktree is touched.
+"""Would git am apply a series on a topic?  Checked before import-mbox writes.
 
 Takes the manifest, the work directory, a topic and the series' patches;
-gives nothing, or the error that names the first patch git am would stop
-at.
+gives nothing, or the error that names the first patch (and its mail) git
+am would stop at.  Commits are written as generate writes them; no ref
+moves.  docs/design.md (import-mbox).
 """
 
 from __future__ import annotations

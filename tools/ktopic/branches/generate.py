@@ -1,15 +1,8 @@
-"""Generate topic branches and the integration branch from the manifest.
+"""Generate the topic branches and the integration branch from the manifest.
 
-Each topic starts from the base plus its dependencies' patches (stacked in
-manifest order), then its own patches; integration stacks every topic.
-Refs move in one transaction at the end, only for topics whose patches all
-applied; a branch that holds commits the tool did not make is not moved
-without --force, and then its old head is kept under refs/ktopic/backup/.
-A branch checked out in a worktree is not moved at all, as `git branch -f`
-refuses it: the checkout would be left holding the old files.
-
-Takes the manifest and the work directory (its base); gives the branches,
-moved in one ref transaction, and an Outcome per branch.
+Takes the manifest and the work directory (its base); gives an Outcome per
+branch, the refs moved in one transaction.  docs/design.md, "Generation"
+and "Branch safety".
 """
 
 from __future__ import annotations

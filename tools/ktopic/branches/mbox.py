@@ -1,33 +1,10 @@
-"""Add a posted series to a topic: an mbox file, or a directory of patch
-mails (each file one mail, or an mbox of its own).
-
-The input is split by git mailsplit and each mail read by git mailinfo, as
-git am reads them: a base64 or quoted-printable body is decoded, and the
-CRs of CRLF mails are dropped.  A patch is a mail with a diff that is not
-a reply (`Re:`, `Aw:`, `Fwd:`) and not a cover letter (`[PATCH 0/N]`, with
-or without an interdiff or range-diff); other mails are passed over, as b4
-passes them over, and named once the patches are in.  The patches must be
-one series: `[PATCH n/N]` from 1/N to N/N with none missing, repeated or
-of another revision, or all without numbers (then in mbox order, as git am
-takes them).  Anything else (two series or revisions, a missing part, a
-numbered mail without a diff, a patch without a Subject:) is refused in
-one line that names the mails: pick one revision first (`b4 am -v N`).
-So is a part, a total or a revision beyond 9999 (MOST).
-
-Nothing is written before every mail has passed and the series, as it
-will be written, applies on the topic as `git am` would apply it
-(applycheck.py: a hunk that does not fit, a `.git/...` path, a commit
-git would not make are refused, naming the mail).  The patch files are
-made in a temporary directory in patches/ and linked into patches/<topic>/,
-never over an existing file and never through a symbolic link; any error
-or an interrupt before the manifest is edited removes them again.  A mail
-is kept as posted when git apply reads the same diff from it; an encoded
-one is written as a plain-text mail with the same author, date, subject,
-message and diff (git mailinfo reads both the same, or it is refused).
+"""Add a posted series to a topic (`ktopic import-mbox`).
 
 Takes an mbox file or a directory of mails, a topic and the work
-directory; gives the patch files written, the mails passed over, and the
-edited manifest."""
+directory; gives the patch files written under patches/<topic>/, the mails
+passed over and the edited manifest, or a refusal that names the mails,
+with nothing written.  docs/design.md (import-mbox).
+"""
 
 from __future__ import annotations
 

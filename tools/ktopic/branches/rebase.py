@@ -1,31 +1,9 @@
-"""Rebase every topic onto a newer packaged tree.
+"""Rebase every topic onto a newer packaged tree (`ktopic rebase`).
 
-The new tarball is imported as a commit whose parent is the current base,
-so the history between base versions exists.  Then each topic, in
-dependency order, is stacked again on the new base from its patch files,
-one patch at a time, on a temporary index (no checkout):
-
-    already upstream  patch-id equal to the base-to-base diff of its files,
-                      or it applies as empty, or it reverse-applies, or a
-                      three-way merge leaves the tree unchanged; the patch
-                      moves to the topic's `upstream:` list with a check
-    applied           git apply --cached
-    3-way             git apply --cached --3way (the patch is rewritten)
-    conflict          the topic stops: a sparse worktree in the work
-                      directory holds `git am --3way` with the conflict in
-                      place; `ktopic rebase --continue` takes the resolution
-
-Other topics go on (those that depend on a stopped one wait).  At the end of
-each run the topics that finished are committed together: their patch
-files, the manifest (base keys on the first commit, patches, upstream
-lists) and their refs, the old branch heads kept under
-refs/ktopic/old/<old debian-version>/<branch>.  The state of an unfinished
-rebase is <workdir>/rebase/state.json, with a snapshot that --abort puts
-back (manifest, patches, refs, caches, worktrees).
-
-Takes the manifest, the work directory and a newer tarball; gives the moved
-branches, the rewritten patches and manifest, a Report (or a stop at a
-conflict to resolve).
+Takes the manifest, the work directory and a newer tarball; gives the
+moved branches (the old heads kept under refs/ktopic/old/), the rewritten
+patches and manifest and a Report, or a stop at a conflict to resolve
+(state in <workdir>/rebase/state.json).  docs/rebase.md.
 """
 
 from __future__ import annotations
@@ -135,6 +113,36 @@ def package_version(tarball: Path) -> str | None:
     return q.stdout.strip() or None if q.returncode == 0 else None
 
 
+def _new_base(tarball: Path, version: str | None,
+              debian_version: str | None) -> tuple[Path, str, str]:
+    """The new base's tarball (resolved), version and Debian version,
+    the versions from the installed package where not given; refused
+    when they do not name a kernel packaging."""
+    tarball = Path(tarball).resolve()
+    if not tarball.is_file():
+        raise KtopicError(f"tarball {tarball} not found")
+    if debian_version is None:
+        debian_version = package_version(tarball)
+        if debian_version is None:
+            raise KtopicError(f"{tarball} belongs to no installed package: "
+                              f"give --debian-version (and --version)")
+    # Checked before anything is read or written: it names refs, and it
+    # goes into the manifest and a ref transaction.
+    why = debian_version_problem(debian_version)
+    if why:
+        raise KtopicError(why)
+    if version is None:
+        version = debversion.upstream_of(debian_version) if "-" in debian_version else None
+    if version is not None and not re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", version, re.A):
+        raise KtopicError(f"version {yamlpos.shown(version)!r} is not a kernel version "
+                          f"(X.Y.Z)")
+    if not version or "-" not in debian_version or \
+            debversion.upstream_of(debian_version) != version:
+        raise KtopicError(f"debian-version {debian_version} is not a packaging of "
+                          f"version {version}")
+    return tarball, version, debian_version
+
+
 class Rebase:
     def __init__(self, m: Manifest, wd: Workdir):
         self.m, self.wd = m, wd
@@ -147,46 +155,12 @@ class Rebase:
     # --- starting ------------------------------------------------------------
 
     def start(self, tarball: Path, version: str | None, debian_version: str | None) -> Report:
-        m, git, wd = self.m, self.git, self.wd
+        m, wd = self.m, self.wd
         if in_progress(wd):
             raise KtopicError("a rebase is in progress: `ktopic rebase --continue` or `--abort`",
                               self.dir / "state.json")
-        tarball = Path(tarball).resolve()
-        if not tarball.is_file():
-            raise KtopicError(f"tarball {tarball} not found")
-        if debian_version is None:
-            debian_version = package_version(tarball)
-            if debian_version is None:
-                raise KtopicError(f"{tarball} belongs to no installed package: "
-                                  f"give --debian-version (and --version)")
-        # Checked before anything is read or written: it names refs, and it
-        # goes into the manifest and a ref transaction.
-        why = debian_version_problem(debian_version)
-        if why:
-            raise KtopicError(why)
-        if version is None:
-            version = debversion.upstream_of(debian_version) if "-" in debian_version else None
-        if version is not None and not re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", version, re.A):
-            raise KtopicError(f"version {yamlpos.shown(version)!r} is not a kernel version "
-                              f"(X.Y.Z)")
-        if not version or "-" not in debian_version or \
-                debversion.upstream_of(debian_version) != version:
-            raise KtopicError(f"debian-version {debian_version} is not a packaging of "
-                              f"version {version}")
-        if debian_version == m.base.debian_version:
-            raise KtopicError(f"the manifest is already on {debian_version}", m.display(),
-                              m.base.lines.get("debian-version"))
-        old_base = git.rev_parse("refs/heads/base") if wd.git_dir.exists() else None
-        if not old_base or old_base != git.rev_parse(debversion.base_ref(m.base.debian_version)):
-            raise Failure(f"the work repository's base is not {m.base.debian_version}: run "
-                          f"`ktopic import-base` and `ktopic generate` first")
-        refs = git.refs()
-        refuse_ref_clashes(m, refs, m.order, True)
-        branches = [m.topics[n].branch for n in m.order] + [m.integration.branch]
-        alien = [b for b in branches if not self._ours(refs, b)]
-        if alien:
-            raise Failure(f"branch(es) {', '.join(alien)} hold commits ktopic did not make: "
-                          f"export them (`ktopic export`) before rebasing")
+        tarball, version, debian_version = _new_base(tarball, version, debian_version)
+        old_base, refs = self._startable(debian_version)
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             snapshot = self._snapshot(refs)
@@ -210,6 +184,26 @@ class Rebase:
         }
         self._save()
         return self._drive()
+
+    def _startable(self, debian_version: str) -> tuple[str, dict]:
+        """The old base commit and the work repository's refs, once the
+        repository is on the manifest's base and every branch is ktopic's."""
+        m, git, wd = self.m, self.git, self.wd
+        if debian_version == m.base.debian_version:
+            raise KtopicError(f"the manifest is already on {debian_version}", m.display(),
+                              m.base.lines.get("debian-version"))
+        old_base = git.rev_parse("refs/heads/base") if wd.git_dir.exists() else None
+        if not old_base or old_base != git.rev_parse(debversion.base_ref(m.base.debian_version)):
+            raise Failure(f"the work repository's base is not {m.base.debian_version}: run "
+                          f"`ktopic import-base` and `ktopic generate` first")
+        refs = git.refs()
+        refuse_ref_clashes(m, refs, m.order, True)
+        branches = [m.topics[n].branch for n in m.order] + [m.integration.branch]
+        alien = [b for b in branches if not self._ours(refs, b)]
+        if alien:
+            raise Failure(f"branch(es) {', '.join(alien)} hold commits ktopic did not make: "
+                          f"export them (`ktopic export`) before rebasing")
+        return old_base, refs
 
     def _ours(self, refs: dict, branch: str) -> bool:
         head, made = refs.get("refs/heads/" + branch), refs.get(MADE + branch)
@@ -565,70 +559,15 @@ class Rebase:
         """Take the resolutions; drop (a reason) confirms dropping a patch
         whose resolution is empty."""
         self.load()
-        st, git = self.state, self.git
+        st = self.state
         report = Report()
         resolved_any = False
         for name in self.m.order:
             t = st["topics"][name]
             if t["state"] != "conflict":
                 continue
-            c = t["conflict"]
-            wt = Path(c["worktree"])
-            p = self._final_patches(name)[t["next"]]
-            left = []
-            for f in _run_in(wt, "diff", "--name-only", "--diff-filter=U").stdout.split():
-                # A file with no conflict markers left is resolved: stage it
-                # (with -f: Debian's top-level .gitignore ignores every path).
-                try:
-                    text = (wt / f).read_text(errors="replace")
-                except OSError:
-                    text = None
-                if text is None or re.search(r"^(<<<<<<<|>>>>>>>)( |$)", text, re.M) \
-                        or _run_in(wt, "add", "-f", "--", f).returncode != 0:
-                    left.append(f)
-            if left:
-                report.notes.append(f"topic {name}: {', '.join(left)} still unmerged in {wt}: "
-                                    f"resolve, then `ktopic rebase --continue`")
+            if not self._take_resolution(name, t, drop, report):
                 continue
-            apply_dir = Path(_run_in(wt, "rev-parse", "--git-path", "rebase-apply").stdout.strip())
-            if not apply_dir.is_absolute():
-                apply_dir = wt / apply_dir
-            if apply_dir.exists():
-                r = _run_in(wt, "am", "--continue", env=self._committer(p))
-                if r.returncode != 0:
-                    if "No changes" not in r.stdout + r.stderr:
-                        raise Failure(f"topic {name}: git am --continue in {wt}: "
-                                      f"{(r.stdout + r.stderr).strip()}")
-                    _run_in(wt, "am", "--skip")
-            resolved = _run_in(wt, "rev-parse", "HEAD").stdout.strip()
-            if resolved == c["head"]:
-                # An empty resolution discards the patch.  The detection
-                # found no evidence that the new base has it (else there
-                # would be no conflict): dropping it is the maintainer's
-                # call, said with a reason, and recorded as dropped.
-                if not drop:
-                    raise Failure(f"topic {name}: the resolution of {p.path.name} leaves no "
-                                  f"change, which drops the patch, and nothing shows the new base "
-                                  f"has it: resolve it with its change, or confirm with "
-                                  f"`ktopic rebase --continue --drop \"REASON\"` (recorded under "
-                                  f"the topic's `dropped:`)")
-                t.setdefault("dropped", []).append({"subject": p.subject, "reason": drop})
-                t["rows"].append([p.path.name, DROPPED, drop])
-                t["rewritten"].pop(p.path.name, None)
-                t.setdefault("removed", []).append(p.path.name)
-                t["entries"].pop(t["next"])
-            else:
-                if _run_in(wt, "rev-parse", "HEAD^").stdout.strip() != c["head"]:
-                    raise Failure(f"topic {name}: {wt} must hold exactly one commit on "
-                                  f"{c['head'][:12]} (the resolved patch)")
-                # git am dropped the notes below the patch's `---` (test
-                # figures, history): the message is the patch's, with them.
-                t["head"] = self._rewrite(name, t, p, c["head"], git.tree_of(resolved))
-                t["rows"].append([p.path.name, RESOLVED, "conflict resolved by hand"])
-                t["next"] += 1
-            self._remove_worktree(wt)
-            t["state"], t["conflict"] = "pending", None
-            t["rows"] = [r for r in t["rows"] if r[1] != CONFLICT]
             resolved_any = True
             self._save()
         if report.notes and not resolved_any:
@@ -638,6 +577,70 @@ class Rebase:
                 t["state"] = "pending"
         return self._drive(report)
 
+    def _take_resolution(self, name: str, t: dict, drop: str | None, report: Report) -> bool:
+        """Take topic name's resolved conflict into its new head (or drop
+        the patch when the resolution is empty and drop gives a reason);
+        False, with a note in report, while files are still unmerged."""
+        git = self.git
+        c = t["conflict"]
+        wt = Path(c["worktree"])
+        p = self._final_patches(name)[t["next"]]
+        left = []
+        for f in _run_in(wt, "diff", "--name-only", "--diff-filter=U").stdout.split():
+            # A file with no conflict markers left is resolved: stage it
+            # (with -f: Debian's top-level .gitignore ignores every path).
+            try:
+                text = (wt / f).read_text(errors="replace")
+            except OSError:
+                text = None
+            if text is None or re.search(r"^(<<<<<<<|>>>>>>>)( |$)", text, re.M) \
+                    or _run_in(wt, "add", "-f", "--", f).returncode != 0:
+                left.append(f)
+        if left:
+            report.notes.append(f"topic {name}: {', '.join(left)} still unmerged in {wt}: "
+                                f"resolve, then `ktopic rebase --continue`")
+            return False
+        apply_dir = Path(_run_in(wt, "rev-parse", "--git-path", "rebase-apply").stdout.strip())
+        if not apply_dir.is_absolute():
+            apply_dir = wt / apply_dir
+        if apply_dir.exists():
+            r = _run_in(wt, "am", "--continue", env=self._committer(p))
+            if r.returncode != 0:
+                if "No changes" not in r.stdout + r.stderr:
+                    raise Failure(f"topic {name}: git am --continue in {wt}: "
+                                  f"{(r.stdout + r.stderr).strip()}")
+                _run_in(wt, "am", "--skip")
+        resolved = _run_in(wt, "rev-parse", "HEAD").stdout.strip()
+        if resolved == c["head"]:
+            # An empty resolution discards the patch.  The detection
+            # found no evidence that the new base has it (else there
+            # would be no conflict): dropping it is the maintainer's
+            # call, said with a reason, and recorded as dropped.
+            if not drop:
+                raise Failure(f"topic {name}: the resolution of {p.path.name} leaves no "
+                              f"change, which drops the patch, and nothing shows the new base "
+                              f"has it: resolve it with its change, or confirm with "
+                              f"`ktopic rebase --continue --drop \"REASON\"` (recorded under "
+                              f"the topic's `dropped:`)")
+            t.setdefault("dropped", []).append({"subject": p.subject, "reason": drop})
+            t["rows"].append([p.path.name, DROPPED, drop])
+            t["rewritten"].pop(p.path.name, None)
+            t.setdefault("removed", []).append(p.path.name)
+            t["entries"].pop(t["next"])
+        else:
+            if _run_in(wt, "rev-parse", "HEAD^").stdout.strip() != c["head"]:
+                raise Failure(f"topic {name}: {wt} must hold exactly one commit on "
+                              f"{c['head'][:12]} (the resolved patch)")
+            # git am dropped the notes below the patch's `---` (test
+            # figures, history): the message is the patch's, with them.
+            t["head"] = self._rewrite(name, t, p, c["head"], git.tree_of(resolved))
+            t["rows"].append([p.path.name, RESOLVED, "conflict resolved by hand"])
+            t["next"] += 1
+        self._remove_worktree(wt)
+        t["state"], t["conflict"] = "pending", None
+        t["rows"] = [r for r in t["rows"] if r[1] != CONFLICT]
+        return True
+
     # --- committing ----------------------------------------------------------
 
     def _commit(self, report: Report) -> None:
@@ -646,7 +649,6 @@ class Rebase:
         all_done = all(st["topics"][n]["state"] in ("done", "committed") for n in m.order)
         if not done and not (all_done and st["integration"] != "committed"):
             return
-        old_dv = st["old"]["debian_version"]
         refs = git.refs()
         heads = {n: st["topics"][n]["head"] for n in done}
         integration = None
@@ -656,6 +658,55 @@ class Rebase:
                 for p in self._final_patches(n):
                     integration = self._stack_one(integration, p)
         self.gen.cache.save()
+        updates = self._ref_updates(refs, done, heads, integration, report)
+        st["touched"] = sorted(set(st["touched"]) | {u[0] for u in updates})
+        self._save()
+        snapshot_text = _text(m.path)
+        written: list[Path] = []
+        try:
+            for n in done:
+                t = st["topics"][n]
+                for f in t["rewritten"]:
+                    dst = m.root / "patches" / n / f
+                    shutil.copyfile(self.dir / "patches" / n / f, dst)
+                    written.append(dst)
+            tmp = m.path.with_name(f".branches.rebase-{os.getpid()}.yaml")
+            _put(tmp, snapshot_text)
+            try:
+                mt = self._edit_manifest(dataclasses.replace(m, path=tmp), done)
+                proofs.verify(mt, git, st["new"]["commit"], done)
+                os.replace(tmp, m.path)
+                new_m = dataclasses.replace(mt, path=m.path)
+            finally:
+                tmp.unlink(missing_ok=True)
+            if updates:
+                git.update_refs(updates, f"ktopic rebase onto {st['new']['debian_version']}")
+        except BaseException:
+            _put(m.path, snapshot_text)
+            for path in written:
+                rel = f"{path.parent.name}/{path.name}"
+                if rel in st["snapshot"]["patches"]:
+                    _put(path, st["snapshot"]["patches"][rel])
+            raise
+        for n in done:
+            for f in st["topics"][n].get("removed", []):
+                (m.root / "patches" / n / f).unlink(missing_ok=True)
+            st["topics"][n]["state"] = "committed"
+        st["base_committed"] = True
+        if integration:
+            st["integration"] = "committed"
+        self.m = new_m
+        if self._gen:
+            self._gen.m = self.m
+        self._save()
+
+    def _ref_updates(self, refs: dict, done: list[str], heads: dict[str, str], integration: str | None,
+                     report: Report) -> list[tuple[str, str, str | None]]:
+        """The ref transaction that moves the base, the done topics and the
+        integration branch, each old head kept under the old base's name;
+        refused when one of them is checked out in a worktree."""
+        st, git, m = self.state, self.git, self.m
+        old_dv = st["old"]["debian_version"]
         updates: list[tuple[str, str, str | None]] = []
 
         def move(branch: str, head: str) -> None:
@@ -682,58 +733,25 @@ class Rebase:
                               f"at {checked_out[ref]}; nothing moved (git branch -f refuses it "
                               f"too). Switch that worktree to another branch or detach it "
                               f"(git switch --detach), then `ktopic rebase --continue`")
-        st["touched"] = sorted(set(st["touched"]) | {u[0] for u in updates})
-        self._save()
-        snapshot_text = _text(m.path)
-        written: list[Path] = []
-        try:
-            for n in done:
-                t = st["topics"][n]
-                for f in t["rewritten"]:
-                    dst = m.root / "patches" / n / f
-                    shutil.copyfile(self.dir / "patches" / n / f, dst)
-                    written.append(dst)
-            tmp = m.path.with_name(f".branches.rebase-{os.getpid()}.yaml")
-            _put(tmp, snapshot_text)
-            try:
-                mt = dataclasses.replace(m, path=tmp)      # the same text: no second load
-                if not st["base_committed"]:
-                    mt = manifest_edit.set_base(mt, tarball=st["new"]["tarball"],
-                                                version=st["new"]["version"],
-                                                debian_version=st["new"]["debian_version"])
-                for n in done:
-                    t = st["topics"][n]
-                    if t["entries"] != self._entries(n):
-                        mt = manifest_edit.set_patches(mt, n, t["entries"])
-                    for e in t["upstream"]:
-                        mt = manifest_edit.add_upstream(mt, n, e)
-                    for e in t.get("dropped", []):
-                        mt = manifest_edit.add_upstream(mt, n, e, kind="dropped")
-                proofs.verify(mt, git, st["new"]["commit"], done)
-                os.replace(tmp, m.path)
-                new_m = dataclasses.replace(mt, path=m.path)
-            finally:
-                tmp.unlink(missing_ok=True)
-            if updates:
-                git.update_refs(updates, f"ktopic rebase onto {st['new']['debian_version']}")
-        except BaseException:
-            _put(m.path, snapshot_text)
-            for path in written:
-                rel = f"{path.parent.name}/{path.name}"
-                if rel in st["snapshot"]["patches"]:
-                    _put(path, st["snapshot"]["patches"][rel])
-            raise
+        return updates
+
+    def _edit_manifest(self, mt: Manifest, done: list[str]) -> Manifest:
+        """mt with the new base and the done topics' patches, carried and
+        dropped entries written in."""
+        st = self.state
+        if not st["base_committed"]:
+            mt = manifest_edit.set_base(mt, tarball=st["new"]["tarball"],
+                                        version=st["new"]["version"],
+                                        debian_version=st["new"]["debian_version"])
         for n in done:
-            for f in st["topics"][n].get("removed", []):
-                (m.root / "patches" / n / f).unlink(missing_ok=True)
-            st["topics"][n]["state"] = "committed"
-        st["base_committed"] = True
-        if integration:
-            st["integration"] = "committed"
-        self.m = new_m
-        if self._gen:
-            self._gen.m = self.m
-        self._save()
+            t = st["topics"][n]
+            if t["entries"] != self._entries(n):
+                mt = manifest_edit.set_patches(mt, n, t["entries"])
+            for e in t["upstream"]:
+                mt = manifest_edit.add_upstream(mt, n, e)
+            for e in t.get("dropped", []):
+                mt = manifest_edit.add_upstream(mt, n, e, kind="dropped")
+        return mt
 
     # --- aborting ------------------------------------------------------------
 

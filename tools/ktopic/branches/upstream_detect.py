@@ -1,29 +1,9 @@
-"""Is a patch already in the new base?  Detection and the proof it leaves.
+"""Is a patch already in the new base?  The evidence and the check it leaves.
 
-Three kinds of evidence, cheapest first:
-
-- patch-id: `git patch-id --stable` of the patch equals that of the diff
-  between the two bases restricted to the patch's files (line numbers and
-  whitespace do not count), so the new base made exactly this change;
-- the patch applies as an empty change, or reverse-applies (whitespace
-  ignored), on the new base: the change is there with the same context;
-- a three-way merge onto the new base leaves the tree as it was: the change
-  is there, its context differs (rebase.py runs that one).
-
-- a run of consecutive patches of the topic reverse-applies together
-  (whitespace ignored) on the new base: the series went upstream as a
-  whole, and one patch alone does not fit because the next one's lines sit
-  in its context (rebase.py finds the run from the old branch's commits).
-
-Whatever the evidence, the manifest entry gets a check that the new base
-backs and the old one does not: a `contains` regular expression of a line
-the patch adds that the old base lacks, whitespace-tolerant; for a patch
-that only deletes, a `lacks` of a line it removes.  Without such a check
-the patch is not recorded as upstream: a line the old base already had
-proves nothing about the new one.
-
-Takes a patch and a base tree; gives whether the base carries it, and the
-manifest entry that proves it.
+Takes a patch and the old and new bases; gives the evidence that the new
+base carries it (or none) and the manifest entry with a `contains`/`lacks`
+check that the new base backs and the old one does not.  docs/rebase.md,
+"What happens".
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from ktopic.branches import export
-from ktopic.model import branchspec, manifest
+from ktopic.model import branchspec
+from ktopic.plumbing import manifests
 from ktopic.model.workdir import Workdir
 
 
@@ -26,7 +27,7 @@ def run(args) -> int:
         for line in export.recover(Path(args.manifest).resolve()):
             print(f"ktopic: {line}", file=sys.stderr)
         # Read under the lock: a run that held it may have changed it.
-        m = manifest.load(args.manifest, workdir=args.workdir)
+        m = manifests.load(args.manifest, workdir=args.workdir)
         args.topic = branchspec.resolve_one(m, args.topic, ("topic",)).name
         _, files = export.export(m, wd, args.topic)
     for f in files:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from ktopic.errors import KtopicError
-from ktopic.model import manifest
+from ktopic.plumbing import manifests
 from ktopic.branches.generate import Generator
 from ktopic.model.workdir import Workdir
 
@@ -36,7 +36,7 @@ def run(args) -> int:
                               "it with `ktopic rebase --abort` before generating",
                               wd.path("rebase", "state.json"))
         # Read under the lock: an export that held it may have rewritten it.
-        m = manifest.load(args.manifest, workdir=args.workdir)
+        m = manifests.load(args.manifest, workdir=args.workdir)
         specs = m.resolve(args.topics)
         topics = [s.name for s in specs if s.kind == "topic"]
         integration = not args.topics or any(s.kind == "integration" for s in specs)

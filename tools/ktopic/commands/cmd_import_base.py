@@ -6,7 +6,7 @@ Takes the manifest's tarball; gives refs/heads/base.
 from __future__ import annotations
 
 from ktopic.plumbing import importbase
-from ktopic.model import manifest
+from ktopic.plumbing import manifests
 from ktopic.model.workdir import Workdir
 
 
@@ -19,7 +19,7 @@ def register(sub) -> None:
 def run(args) -> int:
     wd = Workdir(args.workdir)
     with wd.lock():
-        m = manifest.load(args.manifest, workdir=args.workdir)
+        m = manifests.load(args.manifest, workdir=args.workdir)
         r = importbase.import_base(m, wd)
     state = "imported" if r.created else "already imported"
     print(f"base {m.base.package} {m.base.debian_version}: {state} as {r.commit[:12]} "

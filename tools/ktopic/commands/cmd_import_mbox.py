@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from ktopic.model import branchspec, manifest
+from ktopic.plumbing import manifests
 from ktopic.branches import mbox
 from ktopic.model.workdir import Workdir
 
@@ -27,7 +28,7 @@ def run(args) -> int:
     # The lock: an export or another import may be rewriting the manifest.
     wd = Workdir(args.workdir)
     with wd.lock():
-        m = manifest.load(args.manifest, workdir=args.workdir)
+        m = manifests.load(args.manifest, workdir=args.workdir)
         args.topic = branchspec.resolve_one(m, args.topic, ("topic",)).name
         _, written, skipped = mbox.import_mbox(m, args.source, args.topic, wd)
     for what in skipped:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ktopic.errors import Failure
-from ktopic.model import manifest as manifest_mod
+from ktopic.plumbing import manifests
 from ktopic.report.gitlab import DEFAULT_IMAGE, DEFAULT_OUTPUT, MUTANTS_DIR, render
 from ktopic.report.report import write_atomic
 
@@ -34,7 +34,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    m = manifest_mod.load(args.manifest, workdir=getattr(args, "workdir", None))
+    m = manifests.load(args.manifest, workdir=args.workdir)
     text = render(m, image=args.image, source=m.display())
     if args.output == "-":
         sys.stdout.write(text)

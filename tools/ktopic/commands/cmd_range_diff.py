@@ -10,7 +10,8 @@ import subprocess
 import sys
 
 from ktopic.branches.rangediff import ranges
-from ktopic.model import branchspec, manifest
+from ktopic.model import branchspec
+from ktopic.plumbing import manifests
 from ktopic.model.workdir import Workdir
 from ktopic.plumbing.gitutil import Git
 
@@ -30,7 +31,7 @@ only the topic's own patches are compared.""")
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest, workdir=args.workdir)
+    m = manifests.load(args.manifest, workdir=args.workdir)
     args.topic = branchspec.resolve_one(m, args.topic, ("topic",)).name
     git = Git(Workdir(args.workdir).git_dir)
     old, new = ranges(m, git, args.topic, args.old_base)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ktopic.model import manifest
+from ktopic.plumbing import manifests
 from ktopic.errors import KtopicError
 from ktopic.model.workdir import Workdir
 from ktopic.branches.rebase import Rebase, conflict_help
@@ -46,7 +46,7 @@ def register(sub) -> None:
 def run(args) -> int:
     wd = Workdir(args.workdir)
     with wd.lock():
-        m = manifest.load(args.manifest, workdir=args.workdir)
+        m = manifests.load(args.manifest, workdir=args.workdir)
         rb = Rebase(m, wd)
         if args.abort:
             if args.kversion or args.debian_version:

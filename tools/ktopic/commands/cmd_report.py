@@ -31,8 +31,7 @@ def register(subparsers) -> None:
 
 def default_out(args) -> Path:
     """out/ of the checkout: beside the manifest (the repository root)."""
-    m = getattr(args, "manifest", None)
-    return Path(m).resolve().parent / DEFAULT_OUT if m else DEFAULT_OUT
+    return Path(args.manifest).resolve().parent / DEFAULT_OUT
 
 
 def run(args) -> int:

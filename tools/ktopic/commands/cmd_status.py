@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ktopic.model import manifest
+from ktopic.plumbing import manifests
 from ktopic.branches.generate import MADE, Generator, base_mismatch
 from ktopic.plumbing.gitutil import Git, scratch_objects
 from ktopic.plumbing.stack import ApplyError
@@ -69,7 +70,7 @@ def rows(m: manifest.Manifest, wd: Workdir) -> list[dict]:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest, workdir=args.workdir)
+    m = manifests.load(args.manifest, workdir=args.workdir)
     wd = Workdir(args.workdir)
     table = Table(title=f"{m.series.name} on {m.base.package} {m.base.debian_version}")
     for col in ("topic", "branch", "head", "patches", "upstream", "superseded", "base", "state"):

@@ -1,23 +1,8 @@
 """Boot a test kernel in QEMU and record its console.
 
-- qemu-system-x86_64, q35, -smp 2 by default, KVM only when the probe in
-  qkvm.py showed that it really works, else TCG.
-- Kernel command line: console=ttyS0 panic=-1 panic_on_warn=0 rdinit=/init
-  plus the topic's arguments; QEMU runs with -no-reboot, so a panic (which
-  reboots at once with panic=-1) ends the run, while a WARN does not: the
-  whole run is recorded and scanned, and one run reports every splat.
-- The run ends when the guest powers off after "ktopic-init: done", when
-  QEMU exits (panic, triple fault), when the console is silent for too long,
-  at the overall time-out, or at the first console line that matches the
-  request's stop_at (a line that already decides what the run was for).
-  Time-outs are given in "reference seconds" and scaled by the measured
-  speed of this machine (speed_factor()).
-- QEMU runs in its own process group, which is killed on every way out
-  (normal end, time-out, exception, SIGINT/SIGTERM, interpreter exit).
-- The serial console is written to the given console.log as it arrives.
-
-Takes a BootRequest (kernel, initramfs, accelerator, time-outs); gives a
-BootResult (console log, how it ended).
+Takes a BootRequest (kernel, initramfs, accelerator, time-outs, stop line);
+gives a BootResult (the console log, how the run ended).  docs/ci.md,
+"The guest".
 """
 
 from __future__ import annotations
@@ -155,18 +140,34 @@ def qemu_command(req: BootRequest) -> list[str]:
 
 
 class _SignalsToExit:
-    """While QEMU runs, make SIGTERM/SIGHUP unwind (so the group is killed)."""
+    """While QEMU runs, make SIGTERM/SIGHUP unwind (so the group is killed).
+
+    A signal that comes before arm() (before the try whose finally kills
+    the group) is kept and raised by arm(): blocking it in this thread is
+    not enough, because another thread of the process (a test runner's,
+    for one) may take it and Python then runs the handler here anyway,
+    in the middle of starting QEMU."""
 
     def __enter__(self):
         self.saved = {}
+        self.armed = False
+        self.pending = 0
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGHUP):
-                self.saved[sig] = signal.signal(sig, self._raise)
+                self.saved[sig] = signal.signal(sig, self._handle)
         return self
 
-    @staticmethod
-    def _raise(signum, frame):
+    def _handle(self, signum, frame):
+        if not self.armed:
+            self.pending = self.pending or signum
+            return
         raise SystemExit(128 + signum)
+
+    def arm(self) -> None:
+        """From here on a signal unwinds; one that came before does now."""
+        self.armed = True
+        if self.pending:
+            raise SystemExit(128 + self.pending)
 
     def __exit__(self, *exc):
         for sig, handler in self.saved.items():
@@ -192,6 +193,64 @@ def _stop_line(stop_at: re.Pattern[bytes] | None, partial: bytes,
     return None, len(chunk), rest[-4096:]
 
 
+def _watch(req: BootRequest, p, log, t0: float) -> tuple[str, str, int | None]:
+    """Copy QEMU's console to log until the run ends: the guest said done
+    (and powered off, or not within the grace), a stop line, a time-out,
+    silence, or QEMU exiting; gives the status, its message and QEMU's
+    exit status when it exited."""
+    status, message, rc = "error", "", None
+    sel = selectors.DefaultSelector()
+    sel.register(p.stdout, selectors.EVENT_READ)
+    tail = b""
+    partial = b""                # the console's last, unfinished line
+    last = t0
+    done_at = None
+    try:
+        while True:
+            now = time.monotonic()
+            if done_at is not None and now - done_at > req.grace:
+                status, message = "done", "guest did not power off after done; killed"
+                break
+            if now - t0 > req.timeout:
+                status = "timeout"
+                message = f"no end of run within the time-out of {req.timeout:.0f}s"
+                break
+            if done_at is None and now - last > req.silence:
+                status = "silence"
+                message = f"no console output for {req.silence:.0f}s"
+                break
+            wait = min(req.timeout - (now - t0), req.silence - (now - last), 0.5)
+            if not sel.select(timeout=max(wait, 0.01)):
+                if p.poll() is None:
+                    continue
+                # QEMU is gone but something still holds the pipe: no more output.
+                chunk = b""
+            else:
+                chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:          # QEMU exited
+                rc = p.wait()
+                status = "done" if done_at is not None else "exited"
+                if status == "exited":
+                    message = f"QEMU exited (status {rc}) before ktopic-init: done"
+                break
+            # The console ends with the line that stops the run.
+            stop, upto, partial = _stop_line(req.stop_at, partial, chunk)
+            log.write(chunk[:upto])
+            log.flush()
+            last = time.monotonic()
+            if stop is not None:
+                status = "stopped"
+                message = "stopped at: " + stop.decode(errors="replace")
+                break
+            if done_at is None:
+                tail = (tail + chunk)[-4096:]
+                if DONE_MARK in tail:
+                    done_at = last
+    finally:
+        sel.close()
+    return status, message, rc
+
+
 def boot(req: BootRequest) -> BootResult:
     import subprocess
 
@@ -200,7 +259,8 @@ def boot(req: BootRequest) -> BootResult:
     t0 = time.monotonic()
     status, message, rc = "error", "", None
     stderr_path = req.console.with_name(req.console.stem + ".qemu-stderr")
-    with _SignalsToExit(), open(req.console, "wb") as log, open(stderr_path, "wb") as err:
+    with _SignalsToExit() as signals, open(req.console, "wb") as log, \
+            open(stderr_path, "wb") as err:
         # SIGTERM/SIGHUP held from before QEMU starts until the try whose
         # finally kills its group: one arriving in between would unwind
         # past it and leave the group running.  QEMU gets the old mask.
@@ -215,59 +275,15 @@ def boot(req: BootRequest) -> BootResult:
                                  preexec_fn=child_setup)
         except OSError as e:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            signals.arm()
             return BootResult("error", 0.0, req.console, shlex.join(cmd),
                               message=f"cannot run {QEMU}: {e.strerror}")
         _live.add(p.pid)
-        sel = selectors.DefaultSelector()
-        sel.register(p.stdout, selectors.EVENT_READ)
-        tail = b""
-        partial = b""                # the console's last, unfinished line
-        last = t0
-        done_at = None
         try:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            while True:
-                now = time.monotonic()
-                if done_at is not None and now - done_at > req.grace:
-                    status, message = "done", "guest did not power off after done; killed"
-                    break
-                if now - t0 > req.timeout:
-                    status = "timeout"
-                    message = f"no end of run within the time-out of {req.timeout:.0f}s"
-                    break
-                if done_at is None and now - last > req.silence:
-                    status = "silence"
-                    message = f"no console output for {req.silence:.0f}s"
-                    break
-                wait = min(req.timeout - (now - t0), req.silence - (now - last), 0.5)
-                if not sel.select(timeout=max(wait, 0.01)):
-                    if p.poll() is None:
-                        continue
-                    # QEMU is gone but something still holds the pipe: no more output.
-                    chunk = b""
-                else:
-                    chunk = os.read(p.stdout.fileno(), 65536)
-                if not chunk:          # QEMU exited
-                    rc = p.wait()
-                    status = "done" if done_at is not None else "exited"
-                    if status == "exited":
-                        message = f"QEMU exited (status {rc}) before ktopic-init: done"
-                    break
-                # The console ends with the line that stops the run.
-                stop, upto, partial = _stop_line(req.stop_at, partial, chunk)
-                log.write(chunk[:upto])
-                log.flush()
-                last = time.monotonic()
-                if stop is not None:
-                    status = "stopped"
-                    message = "stopped at: " + stop.decode(errors="replace")
-                    break
-                if done_at is None:
-                    tail = (tail + chunk)[-4096:]
-                    if DONE_MARK in tail:
-                        done_at = last
+            signals.arm()
+            status, message, rc = _watch(req, p, log, t0)
         finally:
-            sel.close()
             # The whole group, even when QEMU itself has exited: nothing it
             # started may outlive the run.
             try:

@@ -1,26 +1,8 @@
-"""Build a branch's kernel (and its out-of-tree test modules).
+"""Build a branch's kernel and its out-of-tree test modules.
 
-Layout in the work directory (see docs/ci.md):
-
-    <root>/src/              one tool-managed git worktree of linux.git; a
-                             build switches it to the branch's commit, which
-                             rewrites only the files that differ (no fresh
-                             checkout of the whole tree per branch)
-    <root>/build/<name>/     O= directory per branch (and variant): kept, so a
-                             rebuild after a change compiles what changed
-    <root>/ccache/           CCACHE_DIR
-
-Because every branch is built from the same source path, ccache hits across
-branches; because switching the worktree gives every rewritten file a new
-mtime, make's own dependency tracking stays right for each O= directory.
-
-A build fails when the kernel or a module does not compile, when a config
-value did not stick, or when a .c file the branch changes (against its base)
-produced no up-to-date .o: changed code that was never compiled is not a
-pass.
-
-Takes a BuildRequest (commit, fragments, build directory); gives a
-BuildResult (kernel image, modules, errors).
+Takes a BuildRequest (commit, fragments, build directory, seed); gives a
+BuildResult (kernel image, modules, errors).  docs/ci.md, "Where things
+live" and "One worktree, many build directories".
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """Scan a guest's whole console log for kernel bug reports.
 
-Every report in the log becomes one Finding (kind, one-line message, line
-number, the quoted lines): the boot runs with panic_on_warn off, so a WARN
-does not stop the run and one scan reports every splat.  Kinds:
-
-    panic, oops, bug, warning, lockdep, kasan, kcsan, ubsan, lockup, hung_task,
-    rcu_stall, list_corruption, refcount, debug_objects, reboot, init, smp
-
-A "[ cut here ]" block (WARN, BUG) is one finding whose kind comes from the
-most specific line inside it: refcount_t and list corruption checks, and
-lockdep's DEBUG_LOCKS_WARN_ON, report through WARN.  Findings whose message
-matches an entry of qemu/allowlist.yaml are dropped (every entry says why).
-
-Takes a console log and the allowlist; gives the Findings (bug reports) in
-it.
+Takes a console log and qemu/allowlist.yaml; gives a Finding per report
+(kind, message, line, quoted lines).  docs/ci.md, "What fails a boot".
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
 """The guest's initramfs, built reproducibly and cached by content hash.
 
-Contents (the guest contract, docs/ci.md):
-
-    /init                    qemu/init/init.c, gcc -static
-    /dev/console             so the kernel gives /init a console
-    /lib/modules/test/*.ko   the branch's out-of-tree test modules (loaded by /init)
-    /lib/modules/kernel/*.ko every module the branch's own build produced
-    /tests/<name>            qemu/tests/<name>.c, gcc -static -O2 -Wall
-    /etc/ktopic/modargs/<m>.ko  parameters /init passes when it loads test module <m>.ko
-
-The archive is a newc cpio written here: entries sorted, every mtime 0,
-owner root, inode numbers in order, so the same inputs give the same bytes.
-Static binaries are cached under the hash of their source and the compiler;
-the archive under the hash of its entries.  Uncompressed (the kernel unpacks
-a plain cpio; compression would only cost time under TCG).
-
-Takes an InitramfsRequest (init source, modules, programs); gives an
-InitramfsResult (a cached cpio and its hash).
+Takes an InitramfsRequest (init source, modules, programs, module
+arguments); gives an InitramfsResult (a cached newc cpio and its hash).
+docs/ci.md, "The guest".
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
-"""Kernel configuration from fragments.
+"""Kernel configuration from fragments, every requested value checked.
 
-A test kernel's configuration is allnoconfig plus an ordered list of
-fragments (qemu/configs/base.config, the topic's fragment, optionally the
-KASAN variant).  The fragments are merged with the tree's own
-scripts/kconfig/merge_config.sh (so later fragments override earlier ones
-exactly as kernel developers expect), applied with allnoconfig, then settled
-with olddefconfig.  Kconfig silently drops a request whose dependencies are
-not met, so afterwards every requested value is checked against the final
-.config and each one that did not stick is named.
-
-The config hash that result caches are keyed on is a hash of the fragment
-contents (known before anything is built); the hash of the final .config is
-reported too.
-
-Takes a ConfigRequest (source, fragments); gives a ConfigResult (the
-.config, values that did not stick).
+Takes a ConfigRequest (source tree, fragments); gives a ConfigResult (the
+.config, the values that did not stick, the hashes).  docs/ci.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,8 @@
-"""KTAP results from a guest console, parsed by the kernel's own parser.
+"""KTAP results from a guest console, parsed by the kernel's own kunit_parser.
 
-A console holds several top-level KTAP documents, one after another:
-
-    built-in KUnit suites      printed at boot, before /init starts
-    module suites              printed while /init loads each test module
-    one per test program       printed by each program /init runs
-
-Our /init announces each step ("ktopic-init: start", "ktopic-init: insmod
-X", "ktopic-init: run X"), so the console is cut at those lines into
-segments and each segment is handed to kunit_parser (from the branch's or
-the base's tools/testing/kunit, never a parser of our own).  Module suites
-are printed without a top-level header and numbered by a kernel-wide
-counter: their segment gets a "KTAP version 1" header and its suite lines
-are renumbered from 1 before parsing.  A console without our markers (plain
-kunit.py-style logs) is parsed as one document.
-
-Results: SuiteResult/CaseResult per suite and case; checks add findings for
-an expected suite that did not run, an expected program that printed no
-KTAP, and every failed or crashed case.
-
-Takes a console log and the branch's kunit_parser; gives SuiteResults per
-segment.
+Takes a console log and the branch's tools/testing/kunit; gives a
+SuiteResult per suite and the findings of missing suites, silent programs
+and failed cases.  docs/ci.md, "KTAP (kernel/ktap.py)".
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """Does KVM really work here?  A probe, with a short time-out, cached.
 
-/dev/kvm can exist and open while a guest still hangs in the firmware (no
-nested virtualisation).  The probe boots a 512-byte boot sector that writes
-"K" to the serial port and then exits QEMU through isa-debug-exit: it needs
-no kernel, runs in well under a second when the accelerator works, and is
-cut off after a few seconds when it does not.  The same image is run under
-TCG first, which proves the probe itself sound (a TCG failure means the probe
-cannot tell, and KVM is not used).
-
-The answer is cached in <workdir>/kvm-probe.json, keyed by the host kernel,
-the QEMU version and /dev/kvm, so it is measured once per machine.
-
-Takes the work directory; gives a ProbeResult (kvm or tcg, why), cached.
+Takes the work directory; gives a ProbeResult (kvm or tcg, why), cached in
+<workdir>/kvm-probe.json per host kernel, QEMU and /dev/kvm.  docs/ci.md,
+"KVM or TCG".
 """
 
 from __future__ import annotations

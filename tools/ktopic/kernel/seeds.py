@@ -1,30 +1,8 @@
 """Which finished build directory a new one starts from (BuildRequest.seed).
 
-A branch's first build copies a finished build directory and lets make
-recompile what differs, instead of compiling the whole kernel from ccache.
-The nearer the seed's tree is to the branch's, the less make recompiles:
-
-    the base          nothing (it is the first build)
-    a topic           the head build of the dependency whose tree differs
-                      from the topic's in the fewest files (`git diff
-                      --name-only`; on a tie the later one in the
-                      manifest's closure, the one nearest the topic), when
-                      one is built; else the base's
-    the integration   the topic head build (or the base's) whose tree
-                      differs from the integration branch's in the fewest
-                      files
-    a variant         the same rule among the directories of that variant
-                      (base-kcsan, topic_locking-kcsan, ...): another
-                      config recompiles everything anyway
-
-Any finished directory is a sound seed: every build compiles from the one
-worktree (build.Worktree), and a file is rewritten there only by a switch,
-which gives it a new mtime, so every file that differs from what an object
-of any build directory was compiled from is newer than that object.  The
-copy keeps the objects' mtimes (build.build()).
-
-Takes the manifest, the work directory, a topic name (or "base",
-"integration") and a variant; gives the directory to seed from (or None).
+Takes the manifest, the work directory, a branch name (or "base",
+"integration") and a variant; gives the build directory whose tree is
+nearest (or None).  docs/ci.md, "The main job".
 """
 
 from __future__ import annotations

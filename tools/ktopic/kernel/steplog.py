@@ -1,33 +1,10 @@
 """What a long step says while it runs, and where a run's time went.
 
-The long steps of `ktopic check --bisect --warnings` and `ktopic ci` (a
-commit's build, the W=1/sparse pass, a branch's build, its boot and tests)
-run inside ``StepLog.step()``:
-
-    with steps.step("topic/mm", "bisect builds", "bisect build 2 of 3",
-                    commit=sha, subject=subject, kbuild=True) as s:
-        build(..., on_line=s.line)        # kbuild's (count, target) per step
-        s.result("ok")
-
-In a log (``heartbeat=True``) a running step says so at least every
-``interval`` seconds (30) and never more often: one line with the branch,
-the step (and commit), the time it has run and the kbuild steps done.  A
-thread wakes every ``period`` seconds to look, so a step that prints
-nothing for minutes (a link, a boot, a W=1 pass) still shows.  With
-``edges`` it also says when it starts and ends.  On a terminal the callers
-keep their rich bars and pass ``say=None`` or ``heartbeat=False``.
-
-Every step adds its wall seconds, the CPU seconds of this process's
-children (``getrusage(RUSAGE_CHILDREN)``: make, gcc, QEMU, checkpatch),
-the 1-minute load average when the row's first step started, the kbuild
-steps and, for builds, ccache's hits and misses, to a row per (branch,
-stage).  ``totals()`` gives the rows, an ``other`` row (what no step
-covered: git, caches, reports) and a ``total`` row, the whole run, which
-the others add up to.
-
-Takes steps from the gates and the runner; gives log lines,
-results.StageTime rows and a record per step (steps_done(): `ktopic ci`
-writes them to out/steps.json).
+Takes the steps of the gates and the runner (StepLog.step(): branch,
+stage, kbuild progress); gives heartbeat log lines, results.StageTime rows
+per (branch, stage) with an `other` and a `total` row, and a record per
+step (out/steps.json).  docs/ci.md, "What a log shows, and where the time
+went".
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """A Debian package version, checked, and the ref name it is kept under.
 
-Debian policy (5.6.12) says what a version is: `[epoch:]upstream[-revision]`,
-the epoch a number, the upstream version starting with a digit and made
-of alphanumerics and `. + ~ -` (a hyphen only when there is a revision),
-the revision of alphanumerics and `. + ~`.  git refuses some of these in
-a ref name (`~`, `:`, `..`, a trailing `.` or `.lock`), so ktopic names
-the refs of a version (refs/ktopic/bases/<v>, refs/ktopic/old/<v>/...)
-as DEP-14 names Debian's git tags: `~` becomes `_`, `:` becomes `%`, and a
-`#` goes after a `.` that another `.`, the end, or a final `lock`
-follows (git-buildpackage and dgit mangle so).  Neither `_`, `%` nor `#`
-can be in a version, so the mapping goes back (unmangle).
-
 Takes a version string; gives why it is not a Debian version (or None),
-its ref name, and the version a ref name stands for.
+its DEP-14 ref name, and the version a ref name stands for.
+docs/rebase.md.
 """
 
 from __future__ import annotations

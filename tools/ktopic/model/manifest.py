@@ -19,10 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from ktopic import stampcache
 from ktopic.model import branchspec, debversion, variants, yamlpos
 from ktopic.errors import KtopicError
-from ktopic.model.workdir import default_root
 
 SCHEMA = Path(__file__).with_name("manifest.schema.json")
 
@@ -375,10 +373,26 @@ def is_patch_file(path: Path) -> str | None:
     return None
 
 
-def load(path: Path | str, root: Path | None = None,
-         workdir: Path | str | None = None) -> Manifest:
-    """The manifest at path; validation stamps live in workdir (-w), else
-    in the default work directory."""
+@dataclass
+class Source:
+    """A manifest file as read, before validation: its bytes (what a
+    record of its validation is keyed by) and their YAML."""
+    path: Path
+    root: Path
+    name: str                       # as messages show it
+    raw: bytes
+    data: object
+    variant_names: tuple            # the build variants under qemu/
+
+    def stamp_parts(self) -> tuple:
+        """What a record that this source passed validation depends on:
+        its bytes, the schema, this module and the variants there are."""
+        return (self.raw, SCHEMA.read_bytes(), Path(__file__).read_bytes(), self.variant_names)
+
+
+def read(path: Path | str, root: Path | None = None) -> Source:
+    """The manifest at path, read and refused only for what no message
+    could print (a NUL, a lone surrogate); not validated yet."""
     path = Path(path).resolve()
     root = (root or path.parent).resolve()
     name = display_path(path, root)
@@ -391,25 +405,25 @@ def load(path: Path | str, root: Path | None = None,
                           name, getattr(data, "line", 1))
     _no_surrogate(data, name)           # first: no message below could print one
     _no_nul(data, name)
-    # Keyed by this file too: a stamp means "every check of this code passed".
-    stamps = stampcache.Store((Path(workdir).expanduser() if workdir else default_root()) / "validated",
-                              "{key}")
-    # The bytes validated, not the file read again: it may have changed since.
-    kinds = tuple(variants.load(root / "qemu"))     # the build variants there are
-    stamp = stampcache.key(raw, SCHEMA.read_bytes(), Path(__file__).read_bytes(), kinds)
-    known = stamps.has(stamp)
-    if not known:
-        _validate(data, name, variant_names=kinds)
-    m = _build(data, path, root, name, check_names=not known)
+    return Source(path, root, name, raw, data, tuple(variants.load(root / "qemu")))
+
+
+def build(src: Source, validated: bool = False, workdir: Path | str | None = None) -> Manifest:
+    """The Manifest of src; every check runs unless validated says that
+    these very bytes passed them before."""
+    if not validated:
+        _validate(src.data, src.name, variant_names=src.variant_names)
+    m = _build(src.data, src.path, src.root, src.name, check_names=not validated)
     m.workdir = workdir
-    if not known:
-        # Only a manifest that passed every check is remembered: the checks
-        # _build skips for a known manifest must have run once.
-        try:
-            stamps.put(stamp, True)
-        except OSError:
-            pass                  # a read-only cache only costs time
     return m
+
+
+def load(path: Path | str, root: Path | None = None,
+         workdir: Path | str | None = None) -> Manifest:
+    """The manifest at path, validated.  workdir is only recorded (for the
+    manifest edits that load it again); plumbing.manifests.load remembers
+    a manifest that passed in the work directory."""
+    return build(read(path, root), workdir=workdir)
 
 
 def _no_nul(data, name: str) -> None:
@@ -486,8 +500,8 @@ def regex_problem(pattern: str, flags: int = 0) -> str | None:
 
 def _validate(data, name: str, schema: Path = SCHEMA, variant_names: tuple = ()) -> None:
     """JSON Schema validation (of the manifest, or of another YAML file of
-    the project's that yamlpos loaded, by its own schema).  load()
-    remembers a manifest that passed by content, so it is not validated
+    the project's that yamlpos loaded, by its own schema).  A manifest that
+    passed is remembered by content (plumbing.manifests), so it is not validated
     again (importing jsonschema alone costs more than a no-op generate).
     variant_names: what a topic's sanitizers: may name (qemu/variants.yaml)."""
     import jsonschema
@@ -545,10 +559,7 @@ def _checks(items, name: str) -> list[Check]:
     return out
 
 
-def _build(data, path: Path, root: Path, name: str, check_names: bool = True) -> Manifest:
-    def err(msg, *keys):
-        return KtopicError(msg, name, yamlpos.line_of(data, list(keys)))
-
+def _base(data, err, check_names: bool) -> Base:
     b = data["base"]
     base = Base(package=b["package"], tarball=Path(b["tarball"]), version=b["version"],
                 debian_version=b["debian-version"], lines=dict(b.lines))
@@ -559,104 +570,130 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
             "-" not in base.debian_version:
         raise err(f"debian-version {base.debian_version} is not a packaging of version {base.version}",
                   "base", "debian-version")
-    s = data["series"]
-    series = Series(s["name"], s["subject"], s["from"], s.get("public-url", ""), s.get("cover", ""),
-                    s.get("placeholder", ""))
+    return base
 
-    topics: dict[str, Topic] = {}
-    branches: dict[str, tuple] = {}
-    patch_owner: dict[Path, str] = {}
+
+def _claim_branch(branch: str, owner: str, branches: dict[str, tuple], check_names: bool,
+                  fail) -> None:
+    """Record branch as owner's, refused (fail(message)) when its name is
+    not one git takes, is used already, reserved or clashes with another."""
+    why = check_names and _branch_problem(branch)
+    if why:
+        raise fail(why)
+    if branch in branches:
+        raise fail(f"branch {branch!r} is already used by {branches[branch][0]}")
+    why = _reserved(branch) or _clash(branch, branches)
+    if why:
+        raise fail(why)
+    branches[branch] = (owner,)
+
+
+def _patches(t, tname: str, root: Path, patch_owner: dict[Path, str], terr) -> list[Patch]:
     patches_dir = (root / "patches").resolve()
-    for tname, t in data["topics"].items():
-        def terr(msg, *keys, _t=tname):
-            return err(msg, "topics", _t, *keys)
-        if tname in RESERVED_TOPICS:
-            raise terr(f"topic name {tname!r} is reserved: commands use it for "
-                       f"{RESERVED_TOPICS[tname]}")
-        why = check_names and _branch_problem(t["branch"])
+    patches = []
+    for i, p in enumerate(t.get("patches", [])):
+        rel = p if isinstance(p, str) else p["file"]
+        why = _control("patch", rel)
         if why:
-            raise terr(why, "branch")
-        if t["branch"] in branches:
-            raise terr(f"branch {t['branch']!r} is already used by {branches[t['branch']][0]}", "branch")
-        why = _reserved(t["branch"]) or _clash(t["branch"], branches)
+            raise terr(why, "patches", i)
+        full = (root / "patches" / tname / rel).resolve()
+        if not full.is_relative_to(patches_dir):
+            raise terr(f"patch {rel!r} is outside the repository's patches/ directory", "patches", i)
+        if not full.is_file():
+            raise terr(f"patch file {display_path(full, root)} does not exist"
+                       f"{_moved_aside(root, tname, full.name)}", "patches", i)
+        why = is_patch_file(full)
         if why:
-            raise terr(why, "branch")
-        branches[t["branch"]] = (f"topic {tname}",)
-        patches = []
-        for i, p in enumerate(t.get("patches", [])):
-            rel = p if isinstance(p, str) else p["file"]
-            why = _control("patch", rel)
-            if why:
-                raise terr(why, "patches", i)
-            full = (root / "patches" / tname / rel).resolve()
-            if not full.is_relative_to(patches_dir):
-                raise terr(f"patch {rel!r} is outside the repository's patches/ directory", "patches", i)
-            if not full.is_file():
-                raise terr(f"patch file {display_path(full, root)} does not exist"
-                           f"{_moved_aside(root, tname, full.name)}", "patches", i)
-            why = is_patch_file(full)
-            if why:
-                raise terr(f"{display_path(full, root)}: {why}", "patches", i)
-            if full in patch_owner:
-                raise terr(f"patch {rel!r} is listed twice (also in {patch_owner[full]})", "patches", i)
-            patch_owner[full] = f"topic {tname}"
-            waivers = []
-            for j, w in enumerate([] if isinstance(p, str) else p.get("waivers", [])):
-                if not isinstance(w.get("reason"), str) or not w["reason"].strip():
-                    raise terr(f"waiver {w.get('type')} of {rel} needs a reason",
-                               "patches", i, "waivers", j)
-                waivers.append(Waiver(w["type"], w["reason"]))
-            patches.append(Patch(full, rel, t["patches"].lines[i], waivers))
-        config = None
-        if "config" in t:
-            why = _control("config fragment", t["config"])
-            if why:
-                raise terr(why, "config")
-            config = (root / t["config"]).resolve()
-            if not config.is_relative_to(root) or not config.is_file():
-                raise terr(f"config fragment {t['config']} does not exist in the repository", "config")
-        for kind, sub in (("modules", "qemu/modules"), ("programs", "qemu/tests")):
-            for i, m in enumerate(t.get(kind, [])):
-                p = root / sub / m if kind == "modules" else root / sub / f"{m}.c"
-                if not p.exists():
-                    raise terr(f"{kind[:-1]} {m!r} not found at {display_path(p, root)}", kind, i)
+            raise terr(f"{display_path(full, root)}: {why}", "patches", i)
+        if full in patch_owner:
+            raise terr(f"patch {rel!r} is listed twice (also in {patch_owner[full]})", "patches", i)
+        patch_owner[full] = f"topic {tname}"
+        waivers = []
+        for j, w in enumerate([] if isinstance(p, str) else p.get("waivers", [])):
+            if not isinstance(w.get("reason"), str) or not w["reason"].strip():
+                raise terr(f"waiver {w.get('type')} of {rel} needs a reason",
+                           "patches", i, "waivers", j)
+            waivers.append(Waiver(w["type"], w["reason"]))
+        patches.append(Patch(full, rel, t["patches"].lines[i], waivers))
+    return patches
 
-        expect = []
-        names_seen: set[str] = set()
-        for i, e in enumerate(t.get("expect", [])):
-            if e["name"] in names_seen:
-                raise terr(f"expect name {e['name']!r} is used twice", "expect", i, "name")
-            names_seen.add(e["name"])
-            if not (root / "qemu" / "modules" / e["module"]).is_dir():
-                raise terr(f"expect module {e['module']!r} not found at qemu/modules/{e['module']}",
-                           "expect", i, "module")
-            why = regex_problem(e["match"])
-            if why:
-                raise terr(f"expect match is not a regular expression: {why}", "expect", i, "match")
-            expect.append(Expect(e["name"], e["module"], e.get("args", ""), e["report"],
-                                 e["match"], t["expect"].lines[i]))
 
-        def carried(kind, key):
-            items = t.get(kind, [])
-            return [Carried(kind, c["subject"], c.get(key, ""),
-                            _checks(c.get("checks", []), name), items.lines[i],
-                            c.get("evidence", ""), list(c.get("tests", [])))
-                    for i, c in enumerate(items)]
-        topics[tname] = Topic(
-            name=tname, description=t["description"], branch=t["branch"],
-            depends=list(t.get("depends", [])), patches=patches,
-            upstream=carried("upstream", "upstream-in"),
-            superseded=carried("superseded", "replaced-by"),
-            dropped=carried("dropped", "reason"),
-            to=list(t.get("to", [])), cc=list(t.get("cc", [])),
-            kunit=list(t.get("kunit", [])), config=config,
-            modules=list(t.get("modules", [])), programs=list(t.get("programs", [])),
-            cmdline=t.get("cmdline", ""), tested=bool(t.get("tested", False)),
-            line=data["topics"].lines[tname], lines=dict(t.lines),
-            recipients_waived=[(w["address"], w["reason"])
-                               for w in t.get("recipients-waived", [])],
-            smp=int(t.get("smp", 2)), sanitizers=list(t.get("sanitizers", [])), expect=expect)
+def _guest_files(t, root: Path, terr) -> Path | None:
+    """The topic's config fragment (resolved), after checking that it and
+    the topic's modules and test programs exist."""
+    config = None
+    if "config" in t:
+        why = _control("config fragment", t["config"])
+        if why:
+            raise terr(why, "config")
+        config = (root / t["config"]).resolve()
+        if not config.is_relative_to(root) or not config.is_file():
+            raise terr(f"config fragment {t['config']} does not exist in the repository", "config")
+    for kind, sub in (("modules", "qemu/modules"), ("programs", "qemu/tests")):
+        for i, m in enumerate(t.get(kind, [])):
+            p = root / sub / m if kind == "modules" else root / sub / f"{m}.c"
+            if not p.exists():
+                raise terr(f"{kind[:-1]} {m!r} not found at {display_path(p, root)}", kind, i)
+    return config
 
+
+def _expects(t, root: Path, terr) -> list[Expect]:
+    expect = []
+    names_seen: set[str] = set()
+    for i, e in enumerate(t.get("expect", [])):
+        if e["name"] in names_seen:
+            raise terr(f"expect name {e['name']!r} is used twice", "expect", i, "name")
+        names_seen.add(e["name"])
+        if not (root / "qemu" / "modules" / e["module"]).is_dir():
+            raise terr(f"expect module {e['module']!r} not found at qemu/modules/{e['module']}",
+                       "expect", i, "module")
+        why = regex_problem(e["match"])
+        if why:
+            raise terr(f"expect match is not a regular expression: {why}", "expect", i, "match")
+        expect.append(Expect(e["name"], e["module"], e.get("args", ""), e["report"],
+                             e["match"], t["expect"].lines[i]))
+    return expect
+
+
+def _carried(t, kind: str, key: str, name: str) -> list[Carried]:
+    items = t.get(kind, [])
+    return [Carried(kind, c["subject"], c.get(key, ""),
+                    _checks(c.get("checks", []), name), items.lines[i],
+                    c.get("evidence", ""), list(c.get("tests", [])))
+            for i, c in enumerate(items)]
+
+
+def _topic(data, tname: str, root: Path, name: str, branches: dict[str, tuple],
+           patch_owner: dict[Path, str], check_names: bool, err) -> Topic:
+    t = data["topics"][tname]
+
+    def terr(msg, *keys):
+        return err(msg, "topics", tname, *keys)
+    if tname in RESERVED_TOPICS:
+        raise terr(f"topic name {tname!r} is reserved: commands use it for "
+                   f"{RESERVED_TOPICS[tname]}")
+    _claim_branch(t["branch"], f"topic {tname}", branches, check_names,
+                  lambda msg: terr(msg, "branch"))
+    patches = _patches(t, tname, root, patch_owner, terr)
+    config = _guest_files(t, root, terr)
+    expect = _expects(t, root, terr)
+    return Topic(
+        name=tname, description=t["description"], branch=t["branch"],
+        depends=list(t.get("depends", [])), patches=patches,
+        upstream=_carried(t, "upstream", "upstream-in", name),
+        superseded=_carried(t, "superseded", "replaced-by", name),
+        dropped=_carried(t, "dropped", "reason", name),
+        to=list(t.get("to", [])), cc=list(t.get("cc", [])),
+        kunit=list(t.get("kunit", [])), config=config,
+        modules=list(t.get("modules", [])), programs=list(t.get("programs", [])),
+        cmdline=t.get("cmdline", ""), tested=bool(t.get("tested", False)),
+        line=data["topics"].lines[tname], lines=dict(t.lines),
+        recipients_waived=[(w["address"], w["reason"])
+                           for w in t.get("recipients-waived", [])],
+        smp=int(t.get("smp", 2)), sanitizers=list(t.get("sanitizers", [])), expect=expect)
+
+
+def _check_depends(topics: dict[str, Topic], err) -> None:
     for tname, t in topics.items():
         for i, d in enumerate(t.depends):
             if d == tname:
@@ -665,16 +702,12 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
                 raise err(f"topic {tname} depends on unknown topic {d!r}", "topics", tname, "depends", i)
     _check_cycles(topics, err)
 
+
+def _integration(data, topics: dict[str, Topic], branches: dict[str, tuple],
+                 check_names: bool, err) -> Integration:
     i = data["integration"]
-    why = check_names and _branch_problem(i["branch"])
-    if why:
-        raise err(why, "integration", "branch")
-    if i["branch"] in branches:
-        raise err(f"branch {i['branch']!r} is already used by {branches[i['branch']][0]}",
-                  "integration", "branch")
-    why = _reserved(i["branch"]) or _clash(i["branch"], branches)
-    if why:
-        raise err(why, "integration", "branch")
+    _claim_branch(i["branch"], "the integration branch", branches, check_names,
+                  lambda msg: err(msg, "integration", "branch"))
     placed: list[str] = []
     for k, tn in enumerate(i["topics"]):
         if tn not in topics:
@@ -686,8 +719,25 @@ def _build(data, path: Path, root: Path, name: str, check_names: bool = True) ->
     missing = [t for t in topics if t not in placed]
     if missing:
         raise err(f"integration does not stack topic(s) {', '.join(missing)}", "integration", "topics")
-    integration = Integration(i["branch"], list(i["topics"]), i.get("description", ""),
-                              list(i.get("to", [])), list(i.get("cc", [])), i.line)
+    return Integration(i["branch"], list(i["topics"]), i.get("description", ""),
+                       list(i.get("to", [])), list(i.get("cc", [])), i.line)
+
+
+def _build(data, path: Path, root: Path, name: str, check_names: bool = True) -> Manifest:
+    def err(msg, *keys):
+        return KtopicError(msg, name, yamlpos.line_of(data, list(keys)))
+
+    base = _base(data, err, check_names)
+    s = data["series"]
+    series = Series(s["name"], s["subject"], s["from"], s.get("public-url", ""), s.get("cover", ""),
+                    s.get("placeholder", ""))
+    topics: dict[str, Topic] = {}
+    branches: dict[str, tuple] = {}
+    patch_owner: dict[Path, str] = {}
+    for tname in data["topics"]:
+        topics[tname] = _topic(data, tname, root, name, branches, patch_owner, check_names, err)
+    _check_depends(topics, err)
+    integration = _integration(data, topics, branches, check_names, err)
     return Manifest(path=path, root=root, series=series, base=base, topics=topics,
                     integration=integration, data=data)
 

@@ -1,19 +1,8 @@
 """The commit object `git commit-tree` writes for a patch, made in Python.
 
-A patch's commit is its tree, its parent, the author (who is also the
-committer) at the patch's date, and its message.  `git commit-tree` turns
-the identity and the date into the "Name <email> 1234567890 +0000" of the
-object, strips what it calls crud from the ends of names, parses dates in
-many formats, and re-encodes messages that are not UTF-8.  For the plain
-case (an RFC 2822 date as git format-patch writes it, a name and an email
-with nothing to strip, a UTF-8 message) the result is computed here, so a
-commit costs no process; for anything else commit_bytes() returns None and
-the caller runs `git commit-tree`.  git_utf8() is the text git commits
-for bytes that are not UTF-8 (a mail's Latin-1 message), so that what is
-given here or to git is UTF-8 already, and the same either way.
-
 Takes a tree, a parent and a patch's identity, date and message; gives the
-commit object's bytes, or None.
+commit object's bytes, or None where git must make it.  docs/design.md,
+"Generation".
 """
 
 from __future__ import annotations

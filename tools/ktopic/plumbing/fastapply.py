@@ -1,22 +1,8 @@
 """git apply on a commit's tree without an index of the whole tree.
 
-Reading 78,000 entries into an index, and writing them back, is most of
-what `git apply --cached` + `git write-tree` cost on the kernel tree.  A
-patch touches a handful of files: here only those go into a temporary
-index (their entries read from the tree objects of the directories on
-their paths), `git apply --cached` (with --3way, --reverse, ... as asked)
-runs on it, and the changed entries are grafted back into the tree: the
-directories on the changed paths are rewritten, in git's canonical form,
-everything else is shared.  Tree ids are canonical, so the result is the
-tree a full index would give.  Anything unusual (a path that is a
-directory on one side, a name the index cannot take) raises NotSimple
-and the caller uses a full index instead.
-
-apply_exact() goes further for the common case, a patch whose hunks'
-old lines are all found exactly: the hunks are applied to the blobs in
-Python (hunkapply.py), so no index and no `git apply` at all.  Trees and
-blobs are read, and new ones written, through the long-lived git
-processes of objstore.py.
+Takes a tree and a patch; gives the new tree (apply_exact() in Python,
+apply() through a small index), or NotSimple where the caller needs a full
+index.  docs/design.md, "Generation".
 """
 
 from __future__ import annotations

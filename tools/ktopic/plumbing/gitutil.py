@@ -1,13 +1,13 @@
-"""A thin wrapper over git plumbing, with errors that say what failed.
+"""Git processes with one environment, and errors that say what failed.
 
-Takes a git directory (and optionally a work tree); gives Git, whose
-run()/try_run() start every git process of the tool with one environment,
-and env() for the processes that stream (cat-file, fast-import, mailinfo).
-That environment leaves out the user's and the system's git configuration
-(GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_NOSYSTEM=1, no GIT_CONFIG_PARAMETERS
-nor GIT_CONFIG_COUNT), so what git writes
-depends on the inputs only; Git(..., user_config=True) keeps them, for
-the commands that act as the user (mail, pull requests).
+Takes a git directory (and optionally a work tree); gives Git (run(),
+try_run(), ...) and env() for the processes that stream.  The environment
+runs git in the C locale and without the system configuration
+(GIT_CONFIG_NOSYSTEM=1, unless the caller set it); without user_config it
+also leaves out the user's (GIT_CONFIG_GLOBAL=/dev/null, no `git -c`
+parameters), so what git writes depends on the inputs only.
+Git(..., user_config=True) keeps the user's configuration, for the
+commands that act as the user (mail, pull requests).  docs/design.md.
 """
 
 from __future__ import annotations

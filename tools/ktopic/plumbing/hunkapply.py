@@ -1,19 +1,7 @@
 """A git diff applied to file contents in Python, when it applies exactly.
 
-`git apply` places each hunk by trying first the line its header names
-(after the hunks before it), then searching around it; with context that
-matches right there, it replaces the old lines by the new ones and that is
-all.  Patches made on the commit they apply to, which is how a topic's
-series is kept, always apply so.  This module reads the git diff in a
-patch mail as `git apply` reads it, and applies a file's hunks only when
-each one matches exactly where git tries first.  Anything else (an offset,
-fuzz, a binary or copied file, quoted names, carriage returns, a mode git
-would canonicalise, a line it would warn about) raises Unusual: the caller
-then runs `git apply`, which gives the same result, or the error the user
-is shown.
-
 Takes a patch's bytes and a file's bytes; gives the patched file, or
-Unusual.
+Unusual where `git apply` must decide.  docs/design.md, "Generation".
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
 """Import the packaged kernel tarball into the work repository as one commit.
 
-The tarball is streamed through git fast-import: no extraction to disk, one
-pack instead of 80,000 loose objects.  Every file goes in whatever Debian's
-.gitignore says (it ignores every top-level path), so the commit's tree is
-the tarball's one top-level directory byte for byte, as tar extracts it.
-The commit is deterministic: identity, date and message depend only on the
-manifest and the tarball, so two machines get the same base commit id.
-
-The tarball is input from outside: a member git (fsck --strict, checkout)
-or GNU tar would refuse is refused, in the pass that imports it, naming
-the member, before any ref moves (_Tree); so is a broken tar or xz stream.
-
 Takes the manifest's tarball and the work directory; gives refs/heads/base
-and refs/ktopic/bases/<debian-version> (the version's DEP-14 name:
-model/debversion.py).
+and refs/ktopic/bases/<debian-version>, or a refusal naming the member git
+or tar would refuse.  docs/design.md, "Import".
 """
 
 from __future__ import annotations
@@ -153,6 +142,74 @@ def _point_base(git: Git, commit: str, new_ref: str | None = None) -> None:
         git.update_refs(updates, "ktopic import-base")
 
 
+@dataclass
+class _Read:
+    """What streaming the members found so far."""
+    mtime: int = 0                  # the newest member's
+    last: str | None = None         # the last member's name (for an error)
+    makefile: bool = False          # a top-level Makefile, its version checked
+
+
+def _blobs(tar, tree: "_Tree", out, m: Manifest, version: str, meter: "_Meter",
+           read: _Read) -> None:
+    """Stream the tarball's files to fast-import as blobs, recording each
+    in tree and what was found in read."""
+    for member in tar:
+        check_interrupted()
+        meter.files += 1
+        read.last = member.name
+        add = tree.member(member)
+        if add is None:
+            continue
+        path, kind, target = add
+        if kind == "link":
+            tree.add(path, *target)
+            continue
+        f = None            # a file's rest, streamed after data
+        if kind == "sym":
+            data, mode = tree.link_text(member), b"120000"
+        else:
+            mode = b"100755" if member.mode & 0o111 else b"100644"
+            f = tar.extractfile(member)
+            data = f.read(_MAKEFILE_HEAD if path == "Makefile" else _CHUNK)
+        if path == "Makefile":
+            read.makefile = True
+            found = makefile_version(data.decode(errors="replace"))
+            if found != version:
+                raise KtopicError(
+                    f"the tarball's Makefile says {found}, the manifest says {version}",
+                    m.display(), m.base.lines.get("version"))
+        if 0 <= member.mtime < 1 << 63:     # a pax mtime is a float: inf, nan
+            read.mtime = max(read.mtime, int(member.mtime))
+        mark = tree.add(path, mode)
+        size = member.size if f is not None else len(data)
+        out.write(b"blob\nmark :%d\ndata %d\n" % (mark, size))
+        out.write(data)
+        while f is not None and (chunk := f.read(_CHUNK)):
+            out.write(chunk)
+        out.write(b"\n")
+
+
+def _commit_base(out, tree: "_Tree", tmp_ref: str, tarball: Path, digest: str, version: str,
+                 debian_version: str, m: Manifest, parent: str | None, mtime: int) -> None:
+    """Write the import commit of tree's entries to fast-import, on tmp_ref."""
+    message = (f"Import {m.base.package} {debian_version}\n\n"
+               f"The kernel tree of Debian's {m.base.package} package, version\n"
+               f"{debian_version} (upstream v{version}), imported unchanged.\n\n"
+               f"Tarball: {tarball.name}\nTarball-SHA256: {digest}\n").encode()
+    ident = f"{IDENT[0]} <{IDENT[1]}> {mtime} +0000".encode()
+    out.write(b"commit %s\n" % tmp_ref.encode())
+    out.write(b"author %s\ncommitter %s\n" % (ident, ident))
+    out.write(b"data %d\n%s\n" % (len(message), message))
+    if parent:
+        out.write(b"from %s\n" % parent.encode())
+    out.write(b"deleteall\n")
+    for path in sorted(tree.entries):
+        mode, mark = tree.entries[path]
+        out.write(b"M %s :%d %s\n" % (mode, mark, _quote(path)))
+    out.write(b"\ndone\n")
+
+
 def _fast_import(git: Git, tarball: Path, digest: str, version: str,
                  debian_version: str, m: Manifest, parent: str | None) -> str:
     tmp_ref = "refs/ktopic/tmp/import-base"
@@ -169,55 +226,20 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
     cat = os.fdopen(cat_r, "rb")
     out = proc.stdin
     tree = _Tree(tarball, where)
-    mtime = 0
-    makefile_seen = False
     xz = meter = None
     try:
         xz_err = tempfile.TemporaryFile()
         xz = subprocess.Popen(["xz", "-dc", "-T0", str(tarball)], stdout=subprocess.PIPE,
                               stderr=xz_err)
         meter = _Meter(_uncompressed_size(tarball))
-        last = None
+        read = _Read()
         try:
             tar = tarfile.open(fileobj=_Counting(xz.stdout, meter), mode="r|",
                                tarinfo=_Header)
             with tar:
-                for member in tar:
-                    check_interrupted()
-                    meter.files += 1
-                    last = member.name
-                    add = tree.member(member)
-                    if add is None:
-                        continue
-                    path, kind, target = add
-                    if kind == "link":
-                        tree.add(path, *target)
-                        continue
-                    f = None            # a file's rest, streamed after data
-                    if kind == "sym":
-                        data, mode = tree.link_text(member), b"120000"
-                    else:
-                        mode = b"100755" if member.mode & 0o111 else b"100644"
-                        f = tar.extractfile(member)
-                        data = f.read(_MAKEFILE_HEAD if path == "Makefile" else _CHUNK)
-                    if path == "Makefile":
-                        makefile_seen = True
-                        found = makefile_version(data.decode(errors="replace"))
-                        if found != version:
-                            raise KtopicError(
-                                f"the tarball's Makefile says {found}, the manifest says {version}",
-                                m.display(), m.base.lines.get("version"))
-                    if 0 <= member.mtime < 1 << 63:     # a pax mtime is a float: inf, nan
-                        mtime = max(mtime, int(member.mtime))
-                    mark = tree.add(path, mode)
-                    size = member.size if f is not None else len(data)
-                    out.write(b"blob\nmark :%d\ndata %d\n" % (mark, size))
-                    out.write(data)
-                    while f is not None and (chunk := f.read(_CHUNK)):
-                        out.write(chunk)
-                    out.write(b"\n")
+                _blobs(tar, tree, out, m, version, meter, read)
         except tarfile.TarError as e:
-            _stream_error(xz, xz_err, tarball, e, last, where)
+            _stream_error(xz, xz_err, tarball, e, read.last, where)
         meter.close()
         # Whatever follows the end-of-archive blocks: xz must not block on it.
         while xz.stdout.read(1 << 20):
@@ -226,24 +248,11 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
             raise KtopicError(f"base tarball {tarball}: xz cannot decompress it: "
                               f"{_xz_says(xz_err)}", *where)
         xz.stdout.close()
-        if not makefile_seen or "Makefile" not in tree.entries:
+        if not read.makefile or "Makefile" not in tree.entries:
             raise KtopicError(f"{tarball} has no top-level Makefile: not a kernel tree", *where)
         _check_git_files(tree, out, cat, where)
-        message = (f"Import {m.base.package} {debian_version}\n\n"
-                   f"The kernel tree of Debian's {m.base.package} package, version\n"
-                   f"{debian_version} (upstream v{version}), imported unchanged.\n\n"
-                   f"Tarball: {tarball.name}\nTarball-SHA256: {digest}\n").encode()
-        ident = f"{IDENT[0]} <{IDENT[1]}> {mtime} +0000".encode()
-        out.write(b"commit %s\n" % tmp_ref.encode())
-        out.write(b"author %s\ncommitter %s\n" % (ident, ident))
-        out.write(b"data %d\n%s\n" % (len(message), message))
-        if parent:
-            out.write(b"from %s\n" % parent.encode())
-        out.write(b"deleteall\n")
-        for path in sorted(tree.entries):
-            mode, mark = tree.entries[path]
-            out.write(b"M %s :%d %s\n" % (mode, mark, _quote(path)))
-        out.write(b"\ndone\n")
+        _commit_base(out, tree, tmp_ref, tarball, digest, version, debian_version, m, parent,
+                     read.mtime)
         out.close()
         if proc.wait() != 0:
             raise Failure(f"git fast-import failed: {_fast_import_says(fi_err)}")
@@ -368,24 +377,49 @@ class _Tree:
         if "\0" in text:
             self.refuse(f"{what} has a NUL byte")
 
+    def _kind(self, member: tarfile.TarInfo) -> tuple[str, str]:
+        """The member's kind ("dir", "sym", "link", "file") and name;
+        refused when git cannot store it."""
+        if member.isdir():
+            return "dir", member.name.rstrip("/")
+        if member.issym():
+            return "sym", member.name
+        if member.islnk():
+            return "link", member.name
+        if member.isreg():
+            return "file", member.name
+        if member.type in _TYPES:
+            self.refuse(f"{_TYPES[member.type]}: git cannot store it")
+        self.refuse(f"unknown member type '{member.type.decode('latin-1')}'")
+
+    def _components(self, parts: list[str], kind: str, symlink: bool) -> None:
+        """Refuse a path component (below the top directory) that git
+        would not check out."""
+        last = len(parts) - 1
+        for i in range(1, len(parts)):
+            c = parts[i]
+            if c and c[0] not in treenames.CHECK_FIRST and c.isascii() and "\\" not in c:
+                continue                    # the usual name (most of them): nothing to check
+            why = treenames.refuses(c, i == last and kind != "dir", symlink)
+            if why:
+                self.refuse(why)
+
+    def _parents(self, path: str) -> None:
+        """The directories above path must be directories, as tar needs them."""
+        d = path.rpartition("/")[0]
+        while d and d not in self.dirs:
+            if d in self.entries:
+                self.refuse(f"{treenames.show(self.top + '/' + d)} is not a directory "
+                            f"in the tarball")
+            self.dirs.add(d)
+            d = d.rpartition("/")[0]
+
     def member(self, member: tarfile.TarInfo) -> tuple[str, str, tuple | None] | None:
         """The member's path in the tree, its kind ("file", "sym", "link")
         and, for a hard link, its target's (mode, mark); None for a
         directory.  Refuses what git or tar would."""
-        self.name = name = member.name
-        if member.isdir():
-            kind = "dir"
-            name = name.rstrip("/")
-        elif member.issym():
-            kind = "sym"
-        elif member.islnk():
-            kind = "link"
-        elif member.isreg():
-            kind = "file"
-        elif member.type in _TYPES:
-            self.refuse(f"{_TYPES[member.type]}: git cannot store it")
-        else:
-            self.refuse(f"unknown member type '{member.type.decode('latin-1')}'")
+        self.name = member.name
+        kind, name = self._kind(member)
         self._utf8(name, "its name")
         if name.startswith("/"):
             self.refuse("an absolute name: only the kernel's top-level directory is imported")
@@ -404,23 +438,9 @@ class _Tree:
             return None
         target = self.link_target(member) if kind == "link" else None
         symlink = kind == "sym" or (target is not None and target[0] == b"120000")
-        last = len(parts) - 1
-        for i in range(1, len(parts)):
-            c = parts[i]
-            if c and c[0] not in treenames.CHECK_FIRST and c.isascii() and "\\" not in c:
-                continue                    # the usual name (most of them): nothing to check
-            why = treenames.refuses(c, i == last and kind != "dir", symlink)
-            if why:
-                self.refuse(why)
+        self._components(parts, kind, symlink)
         path = "/".join(parts[1:])
-        # The directories above it must be directories, as tar needs them.
-        d = path.rpartition("/")[0]
-        while d and d not in self.dirs:
-            if d in self.entries:
-                self.refuse(f"{treenames.show(self.top + '/' + d)} is not a directory "
-                            f"in the tarball")
-            self.dirs.add(d)
-            d = d.rpartition("/")[0]
+        self._parents(path)
         if kind == "dir":
             self.entries.pop(path, None)                # tar replaces a file with the directory
             return None

@@ -1,17 +1,8 @@
 """Git objects read and written through a few long-lived git processes.
 
-Starting git costs milliseconds (more on a loaded machine); reading a tree
-or writing a blob through a process that is already running costs tens of
-microseconds.  Generation reads and writes a few objects per patch, so one
-`git cat-file --batch` reads them all, and one `git hash-object
---stdin-paths -w` per object type writes blobs, trees and commits (from
-files in a private temporary directory, without filters: the bytes given
-are the bytes stored).  Git stays the only writer of the repository.
-Each process starts when first needed; close() (or the store being
-collected, or the interpreter exiting) ends them.
-
-Takes object names or contents; gives contents or object ids, through cat-
-file and hash-object processes kept for the run.
+Takes object names or contents; gives contents or object ids, through
+cat-file and hash-object processes kept for the run.  docs/design.md,
+"Generation".
 """
 
 from __future__ import annotations

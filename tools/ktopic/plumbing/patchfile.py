@@ -1,22 +1,7 @@
-"""One git format-patch file: who wrote it, when, the message, and the diff.
+"""One git format-patch file, read as git am reads it.
 
-The mail is read as git am reads it: as git mailsplit leaves it (blank
-lines before the first one skipped; in a mail whose every line ends in
-CRLF, the CRs dropped: see as_mailsplit), then by git mailinfo, which
-decodes a quoted-printable or base64 body and re-encodes a declared
-charset to UTF-8.  The diff applied is the one git mailinfo extracts
-(PatchFile.patch), not the file's raw bytes; the message is the one git
-am commits: cleaned up as git am cleans it (git's stripspace) and, where
-it is not UTF-8, made UTF-8 as git commit-tree makes it (a byte that is
-not part of a valid sequence taken as Latin-1, as in a mail that declares
-no charset).  So the commit a patch file gives is the one git am would
-make, except that notes written below the `---` line (test figures,
-changes since the last revision) stay in the message after a `---` line
-of their own: that is where `git format-patch` and b4 take them from
-again, and where `git am` on the receiving side drops them, so the file
-written back is the file read.
-
-Takes a patch file; gives a PatchFile (author, date, message, diff, hunks).
+Takes a patch file; gives a PatchFile (author, date, message, the diff git
+mailinfo extracts, hunks).  docs/design.md, "Generation".
 """
 
 from __future__ import annotations

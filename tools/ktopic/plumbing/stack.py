@@ -1,21 +1,8 @@
 """Apply patch files on top of a commit with git plumbing only.
 
-No checkout.  What is applied is the diff git mailinfo extracts from the
-patch mail (PatchFile.patch), as git am applies it: a quoted-printable or
-base64 mail decoded, a CRLF one without its CRs.  A patch whose hunks
-apply exactly is applied to the blobs in
-Python and grafted into the parent's tree (fastapply.apply_exact); any
-other goes through `git apply --cached` on a temporary index that holds
-only the files it touches (fastapply.apply), or, when that cannot be done,
-on an index of the whole tree.  The commit is the one `git commit-tree`
-makes, written through a long-lived git process when its bytes can be made
-here (commitobj.py), else by `git commit-tree`.  What was made is
-remembered by content (parent commit + patch file hash -> commit) in the
-work directory, so an unchanged series is "applied" without running git
-at all.
-
 Takes a commit and patch files; gives the commit of each patch on the one
-before (or an ApplyError), through the stack cache.
+before (or an ApplyError), remembered in the stack cache.  docs/design.md,
+"Generation".
 """
 
 from __future__ import annotations

@@ -1,30 +1,8 @@
-"""ktopic pipeline: the GitLab CI pipeline, generated from the manifest.
-
-One job per topic and one for the integration branch; each job runs
-``ci/run-branch <branch>``, the same entry point a maintainer can run by
-hand, so the pipeline holds no logic of its own: it runs the main job's
-gates on the branch (``ktopic ci --main-job``: every commit builds, no new
-warning, the mutants, the sanitizer variants), so that a job passes when
-the main job passes its branch.  ``needs:`` follows the
-manifest's ``depends`` (the integration job needs every topic), so a topic
-starts as soon as the topics it is built on have passed, not when a whole
-stage has.  Each job keeps its JUnit XML (shown by GitLab in the merge
-request and pipeline views) and its logs under ``out/<branch-dir>/``.
-
-ccache: one cache per branch and base version, falling back to the
-integration branch's, which has compiled every topic's code on the same
-base.  The key is independent of the commit on purpose: ccache checks every
-object itself, so an old cache is never wrong, only colder.
-
-Time-outs: each job's from the work its branch brings (job_minutes()):
-its commits (the bisect gate builds each), its mutants
-(qemu/mutants/<topic>/) and its sanitizer variants.
-
-The output is deterministic: the same manifest and mutants give the same
-bytes, so the generated file can be committed and checked with ``--check``.
+"""The GitLab CI pipeline, generated from the manifest (`ktopic pipeline`).
 
 Takes the manifest (and the number of its topics' mutants); gives the
-GitLab CI pipeline's YAML text.
+pipeline's YAML text, the same bytes for the same inputs.  docs/reports.md,
+"The GitLab CI pipeline".
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
-"""Render a results.Report: JSON, JUnit XML per branch, a static HTML page,
-and terminal tables (a static one and a live one for ``ktopic ci``).
+"""Render a results.Report.
 
-Everything here reads the plain data in ``results`` and writes files under
-the output directory (``out/`` by default):
-
-    out/report.json            the report itself (Report.to_json)
-    out/<branch-dir>/junit.xml one file per branch, for a CI service
-    out/index.html             branches by stage, suites, findings, repro
-
-``<branch-dir>`` is ``branch_dir(branch)``: branch names contain ``/``, so
-they are mapped to one safe path component.  Logs named by a StageResult are
-paths relative to ``out/`` and are linked as such.
-
-``ktopic report`` re-renders all of this from an existing out/report.json.
-
-Takes a results.Report; gives out/report.json, JUnit files, out/index.html
-and the terminal table.
+Takes a results.Report; gives out/report.json, out/<branch-dir>/junit.xml,
+out/index.html and the terminal tables.  docs/reports.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """The cover letter of a mailed series, written from the manifest.
 
-Subject and body come from the manifest (series.cover or the topic's
-description); then generated sections: what the base is (the Debian
-package and the upstream release it is built on, since b4's base-commit
-would name a local import commit), what the series depends on, what the
-base already carries and what was superseded or dropped (with the
-evidence), the CI results of the very tree being mailed, and from v2 on a
-changelog and the range-diff against the previous revision.
-
-Takes a CoverInput (series, branch, carried patches, CI results); gives the
-cover letter's text.
+Takes a CoverInput (series, branch, carried patches, CI results, changelog,
+range-diff); gives the cover letter's text.  docs/mail.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Deliver written messages over SMTP, one at a time, saying which went out.
 
-`ktopic mail --send` has b4 write the series (`b4 send -o`) and then
-delivers those very files here, so that what went out is known message by
-message: a server that refuses the third message leaves a record of the
-two before it, and a retry sends the rest with the same Message-Ids.
-
-The connection is b4's own (`b4.get_smtp()`): the same git `sendemail.*`
-settings `b4 send` and `git send-email` read (server, port, encryption,
-user, credential helper, a local sendmail command).  It runs in a child
-process (`python3 -m`-style, see run()) because b4 caches its
-configuration per process and reads it from the environment ktopic gives
-it.  The parent records that a message is being sent before it lets the
-child hand it over; the child answers ``SENT <message-id>`` as soon as the
-server accepted it, ``ERROR``/``UNCERTAIN <reason>`` (one line) when not.
+Takes the message files b4 wrote (b4's SMTP settings, from git's
+sendemail.*); gives a Delivery (the Message-Ids sent, an error or the one
+perhaps sent), with a call back before and after each message; the SMTP
+conversation runs in a child process.  docs/mail.md, "Mail a topic".
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
 """Mail a topic (or the integration branch) as a patch series, with b4.
 
-The generated branch is enrolled with `b4 prep -e` in a sparse worktree of
-the work repository (no file of the kernel tree is checked out: b4 needs a
-worktree, not the files), on a branch ``b4/<label>``.  The cover letter,
-written from the manifest (cover.py), becomes the message of b4's empty
-cover commit together with b4's tracking data, in which the change-id and
-the revision come from ``mail/<label>.yaml`` (revisions.py).  `b4 send`
-then writes the messages (``-o``) or sends them over SMTP.
-
-Everything that can be wrong with the input is checked before the worktree
-is made, so a bad input writes and sends nothing.
-
 Takes the manifest, the work directory and a topic or integration; gives
-the series b4 wrote (and sent) and its new revision.
+the series b4 wrote (and sent) and its new revision.  docs/mail.md.
 """
 
 from __future__ import annotations
@@ -251,11 +240,8 @@ def _state(m: Manifest, t: BranchSpec, git: Git, send: bool) -> revisions.State:
     return state
 
 
-def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool = False,
-         notes: list[str] | None = None) -> Plan:
-    t = m.series_branch(name)
-    name = t.name
-    integration = t.kind == INTEGRATION
+def _refuse_early(m: Manifest, t: BranchSpec, wd: Workdir, send: bool) -> None:
+    """What can be refused before the work repository is read."""
     sender(m)
     check_recipients(m, t)
     check_placeholders(m, t)
@@ -267,18 +253,23 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     if not (wd.git_dir / "HEAD").exists():
         raise KtopicError(f"no work repository at {wd.git_dir}: run `ktopic import-base` and "
                           f"`ktopic generate` first")
-    git = Git(wd.git_dir, user_config=True)
+
+
+def _generated_head(m: Manifest, wd: Workdir, t: BranchSpec, git: Git):
+    """The branch's head, base and start, once the head is what the
+    manifest generates; and the generator that said so."""
+    integration = t.kind == INTEGRATION
     head = git.rev_parse(t.ref)
     if not head:
         raise KtopicError(f"branch {t.branch} does not exist in the work repository: run "
                           f"`ktopic generate` first")
     base = base_commit(git, m)
     gen = Generator(m, wd)
-    start = base if integration else gen.start_of(base, name)
-    expected = gen.integration_head(base) if integration else gen.head_of(base, name)
+    start = base if integration else gen.start_of(base, t.name)
+    expected = gen.integration_head(base) if integration else gen.head_of(base, t.name)
     if head != expected:
         # Mail what the manifest says, never a branch it has moved past.
-        behind = [tn for tn in (t.topics if integration else t.depends + [name])
+        behind = [tn for tn in (t.topics if integration else t.depends + [t.name])
                   if git.rev_parse(m.topic(tn).ref) != gen.head_of(base, tn)]
         gen.cache.save()
         raise KtopicError(f"{t.branch} is at {head[:12]}, not at {expected[:12]} which the "
@@ -290,75 +281,93 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
     if not git.is_ancestor(start, head):
         raise Failure(f"branch {t.branch} does not start from the base and its dependencies "
                       f"({start[:12]}); regenerate it")
-    count = int(git.run("rev-list", "--count", f"{start}..{head}").strip())
-    if count == 0:
-        raise KtopicError(f"{t.branch} carries no patches of its own: nothing to mail",
-                          m.display(), t.line)
-    tree = git.tree_of(head)
-    result_notes: list[str] = []
-    # The patch files the revision is made of, by git blob id.
+    return head, base, start, gen
+
+
+def _stack(m: Manifest, t: BranchSpec) -> list[dict]:
+    """The patch files the revision is made of, by git blob id."""
     stack = []
     specs = {s.name: s for s in m.branches()}
-    for s in ([] if integration else [specs[d] for d in t.depends]) + [t]:
+    for s in ([] if t.kind == INTEGRATION else [specs[d] for d in t.depends]) + [t]:
         for tn, p in s.patches:
             stack.append({"file": f"patches/{tn}/{p.rel}", "blob": revisions.blob_id(p.path)})
-    own = len(t.patches)
+    return stack
 
-    state = _state(m, t, git, send)
+
+def _revision(state: revisions.State, t: BranchSpec, head: str, reroll: bool,
+              send: bool) -> tuple[int, bool]:
+    """The revision to mail, and whether it is one partly sent whose
+    rest is to go; refused when the flags do not fit the state."""
     rel = f"{revisions.STATE_DIR}/{t.name}.yaml"
     cur = state.current
     if reroll:
         if cur is None:
             raise KtopicError(f"--reroll: v{state.revision} of {t.branch} was never mailed; "
                               f"mail it first (without --reroll)", rel, state.line("revision"))
-        revision = state.revision + 1
-    else:
-        revision = state.revision
-        if cur and cur.sent:
-            # A sent revision is what the list has: never rewritten, never
-            # sent again, whatever the flags.
-            raise KtopicError(f"v{revision} of {t.branch} was sent on {cur.sent} as "
-                              f"{cur.message_id or 'a series'}; a sent revision is not written or "
-                              f"sent again: pass --reroll to mail v{revision + 1}", rel,
-                              state.line("revisions", revision, "sent"))
-        if cur and cur.partial:
-            done = f"{len(cur.delivered)} of {cur.messages} messages"
-            if not send:
-                raise KtopicError(f"v{revision} of {t.branch} was partly sent ({done}); it is not "
-                                  f"rewritten: `ktopic mail {t.name} --send` sends the rest, "
-                                  f"--reroll mails v{revision + 1}", rel,
-                                  state.line("revisions", revision, "delivered"))
-            if cur.head != head:
-                raise KtopicError(f"v{revision} of {t.branch} was partly sent ({done}) from "
-                                  f"{cur.head[:12]}, but the branch is now at {head[:12]}: pass "
-                                  f"--reroll to mail v{revision + 1}", rel,
-                                  state.line("revisions", revision, "head"))
-            return Plan(m, t, git, state, revision, cur.base, cur.start, head, tree, count, "",
-                        list(t.to), list(t.cc), cur.changes, cur.stack, cur.own, result_notes,
-                        send, [], finish=True)
-    prev = state.revisions.get(revision - 1)
+        return state.revision + 1, False
+    revision = state.revision
+    if cur and cur.sent:
+        # A sent revision is what the list has: never rewritten, never
+        # sent again, whatever the flags.
+        raise KtopicError(f"v{revision} of {t.branch} was sent on {cur.sent} as "
+                          f"{cur.message_id or 'a series'}; a sent revision is not written or "
+                          f"sent again: pass --reroll to mail v{revision + 1}", rel,
+                          state.line("revisions", revision, "sent"))
+    if cur and cur.partial:
+        done = f"{len(cur.delivered)} of {cur.messages} messages"
+        if not send:
+            raise KtopicError(f"v{revision} of {t.branch} was partly sent ({done}); it is not "
+                              f"rewritten: `ktopic mail {t.name} --send` sends the rest, "
+                              f"--reroll mails v{revision + 1}", rel,
+                              state.line("revisions", revision, "delivered"))
+        if cur.head != head:
+            raise KtopicError(f"v{revision} of {t.branch} was partly sent ({done}) from "
+                              f"{cur.head[:12]}, but the branch is now at {head[:12]}: pass "
+                              f"--reroll to mail v{revision + 1}", rel,
+                              state.line("revisions", revision, "head"))
+        return revision, True
+    return revision, False
+
+
+@dataclass
+class _Against:
+    """What a revision says about the one before it."""
+    changes: list[str] = field(default_factory=list)
+    refs: list[tuple[str, str, str | None]] = field(default_factory=list)
+    range_diff: str = ""
+    range_diff_note: str = ""
+
+
+def _against_previous(m: Manifest, t: BranchSpec, git: Git, gen: Generator,
+                      prev: revisions.Revision, base: str, start: str, head: str,
+                      stack: list[dict], own: int, notes: list[str]) -> _Against:
+    """The changes since prev (found or rebuilt, and kept under a ref),
+    with its range-diff when its commits can be found."""
+    out = _Against()
     new = commits(git, start, head)
-    changes: list[str] = []
-    refs: list[tuple[str, str, str | None]] = []
-    rd, rd_note = "", ""
-    if prev:
-        old_head, how = revisions.find_commits(git, m.root, t.name, prev, gen.stacker)
-        old = None
-        keep = f"{revisions.KEEP}{t.name}/v{prev.number}"
-        if old_head and not git.ref(keep):
-            refs.append((keep, old_head, None))      # found or rebuilt: keep it
-        if old_head and git.rev_parse(prev.start):
-            old = commits(git, prev.start, old_head)
-            rd = git.run("range-diff", "--no-color", f"{prev.start}..{old_head}",
-                         f"{start}..{head}")
-        else:
-            rd_note = f"v{prev.number} ({prev.head[:12]}) cannot be found: {how}"
-            result_notes.append(f"no range-diff against v{prev.number}: {how}")
-        changes = changelog(old, new, prev, base, stack[len(stack) - own:] if own else [])
-        if prev.message_id and (prev.sent or prev.delivered):
-            changes.append(f"Link to v{prev.number}: https://lore.kernel.org/r/"
+    old_head, how = revisions.find_commits(git, m.root, t.name, prev, gen.stacker)
+    old = None
+    keep = f"{revisions.KEEP}{t.name}/v{prev.number}"
+    if old_head and not git.ref(keep):
+        out.refs.append((keep, old_head, None))      # found or rebuilt: keep it
+    if old_head and git.rev_parse(prev.start):
+        old = commits(git, prev.start, old_head)
+        out.range_diff = git.run("range-diff", "--no-color", f"{prev.start}..{old_head}",
+                                 f"{start}..{head}")
+    else:
+        out.range_diff_note = f"v{prev.number} ({prev.head[:12]}) cannot be found: {how}"
+        notes.append(f"no range-diff against v{prev.number}: {how}")
+    out.changes = changelog(old, new, prev, base, stack[len(stack) - own:] if own else [])
+    if prev.message_id and (prev.sent or prev.delivered):
+        out.changes.append(f"Link to v{prev.number}: https://lore.kernel.org/r/"
                            f"{prev.message_id.strip('<>')}")
-    changes += list(notes or [])
+    return out
+
+
+def _cover_text(m: Manifest, t: BranchSpec, state: revisions.State, revision: int,
+                against: _Against, prev, base: str, start: str, head: str, tree: str) -> str:
+    """The cover letter, refused while it holds placeholder text."""
+    changes = against.changes
     history = [(revision, changes)] if revision > 1 or changes else []
     history += [(n, r.changes) for n, r in sorted(state.revisions.items(), reverse=True)
                 if n < revision and r.changes]
@@ -367,21 +376,53 @@ def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool =
         subject=subject(m, t), body=body(m, t)[0], branch=t.branch, head=head, tree=tree,
         revision=revision, base_commit=base, start=start, depends=applies_on(m, t),
         carried=t.carried, ci=ci,
-        changelog=history, range_diff=rd, range_diff_note=rd_note,
+        changelog=history, range_diff=against.range_diff,
+        range_diff_note=against.range_diff_note,
         previous=revision - 1 if prev else 0)
     text = cover.render(m, cin)
     word = cover.placeholder(cover.render(m, cover.CoverInput(**{**cin.__dict__, "range_diff": ""})))
     if word or "EDITME" in text:
         raise KtopicError(f"the cover letter of {t.branch} still holds placeholder text "
                           f"{word or 'EDITME'!r} (a --changes note?)", m.display(), body(m, t)[1])
+    return text
+
+
+def plan(m: Manifest, wd: Workdir, name: str, reroll: bool = False, send: bool = False,
+         notes: list[str] | None = None) -> Plan:
+    t = m.series_branch(name)
+    _refuse_early(m, t, wd, send)
+    git = Git(wd.git_dir, user_config=True)
+    head, base, start, gen = _generated_head(m, wd, t, git)
+    count = int(git.run("rev-list", "--count", f"{start}..{head}").strip())
+    if count == 0:
+        raise KtopicError(f"{t.branch} carries no patches of its own: nothing to mail",
+                          m.display(), t.line)
+    tree = git.tree_of(head)
+    result_notes: list[str] = []
+    stack = _stack(m, t)
+    own = len(t.patches)
+    state = _state(m, t, git, send)
+    revision, finish = _revision(state, t, head, reroll, send)
+    common = dict(m=m, t=t, git=git, state=state, revision=revision, head=head, tree=tree,
+                  count=count, notes=result_notes, send=send)
+    if finish:
+        cur = state.current
+        return Plan(**common, base=cur.base, start=cur.start, cover_text="", to=list(t.to),
+                    cc=list(t.cc), changes=cur.changes, stack=cur.stack, own=cur.own, refs=[],
+                    finish=True)
+    prev = state.revisions.get(revision - 1)
+    against = (_against_previous(m, t, git, gen, prev, base, start, head, stack, own,
+                                 result_notes) if prev else _Against())
+    against.changes += list(notes or [])
+    text = _cover_text(m, t, state, revision, against, prev, base, start, head, tree)
     extra, note = get_maintainers(git, start, head)
     if note:
         result_notes.append(f"recipients from the manifest only: {note}")
     to, cc = merge_addresses(t.to, t.cc, extra)
     if not to:
         to, cc = cc[:1], cc[1:]
-    return Plan(m, t, git, state, revision, base, start, head, tree, count, text, to, cc,
-                changes, stack, own, result_notes, send, refs)
+    return Plan(**common, base=base, start=start, cover_text=text, to=to, cc=cc,
+                changes=against.changes, stack=stack, own=own, refs=against.refs)
 
 
 # --- b4 in a sparse worktree ------------------------------------------------------
@@ -665,34 +706,17 @@ class Result:
     sent: int = 0                # messages delivered by this run
 
 
-def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: bool = False,
-        reroll: bool = False, notes: list[str] | None = None, force: bool = False,
-        uncertain: str = "") -> Result:
+def _b4_write(p: Plan, wt: "Worktree", outdir: Path, default: bool, send: bool,
+              times: dict) -> tuple[str, str]:
+    """Enroll the branch with b4 in the worktree, write the cover and have
+    b4 write the messages into outdir; b4's log and its branch's head.
+    The worktree is removed whatever happens."""
     import time
-    times = {}
-    t0 = time.monotonic()
-    p = plan(m, wd, name, reroll=reroll, send=send, notes=notes)
-    p.uncertain = uncertain
-    times["plan"] = time.monotonic() - t0
-    if p.finish:
-        _keep_tracked(p)
-        files = sorted(p.outdir.glob("*.eml"))
-        sent = _deliver(p, files, times)
-        times["total"] = time.monotonic() - t0
-        return Result(p, p.outdir, files, "", times, sent)
-    wt = Worktree(wd, p.git, p.t.name)
-    # Sent or not, b4 writes the messages to files (`b4 send -o`): a send
-    # delivers those files, so that what went out is known one by one.
-    # A relative --output is the caller's, not b4's (b4 runs in the worktree).
-    outdir = Path(output).resolve() if output else p.outdir
-    own_output(outdir, default=not output)          # refused before anything is made
-    b4_old, b4_made, backup = b4_branch_updates(p, wt, force)
     tmp_out = None
-    b4_head = None
     log = ""
     with tempfile.TemporaryDirectory(prefix="ktopic-b4-") as tmp:
         template = Path(tmp, "cover-template")
-        b = m.base
+        b = p.m.base
         template.write_text(COVER_TEMPLATE % {
             "base": f"Debian {b.package} {b.debian_version} (upstream v{b.version})",
             "base_commit": p.start})
@@ -714,7 +738,7 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
             tmp_out = output_tmp(outdir)
             log += wt.run(args + ["-o", str(tmp_out)], env)
             times["b4 send -o"] = time.monotonic() - t1
-            install_output(tmp_out, outdir, default=not output)
+            install_output(tmp_out, outdir, default=default)
         except BaseException:
             if tmp_out is not None:
                 shutil.rmtree(tmp_out, ignore_errors=True)
@@ -722,7 +746,13 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
             wt.drop_scratch()
             raise
         wt.remove()
-    files = sorted(outdir.glob("*.eml"))
+    return log, b4_head
+
+
+def _record(p: Plan, wt: "Worktree", files: list[Path], send: bool, b4_head: str,
+            b4_old: str | None, b4_made: str | None, backup: str) -> None:
+    """Record the written revision in the state and move the refs: the
+    revision's keep ref, b4's branch; the scratch branch goes."""
     msgid = deliver.message_id(files[0]) if files else ""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     st = p.state
@@ -748,6 +778,33 @@ def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: b
         p.notes.append(f"branch {wt.branch} held commits ktopic did not make (head "
                        f"{b4_old[:12]}); replaced, the old head kept as {backup}")
     st.save()
+
+
+def run(m: Manifest, wd: Workdir, name: str, output: Path | None = None, send: bool = False,
+        reroll: bool = False, notes: list[str] | None = None, force: bool = False,
+        uncertain: str = "") -> Result:
+    import time
+    times = {}
+    t0 = time.monotonic()
+    p = plan(m, wd, name, reroll=reroll, send=send, notes=notes)
+    p.uncertain = uncertain
+    times["plan"] = time.monotonic() - t0
+    if p.finish:
+        _keep_tracked(p)
+        files = sorted(p.outdir.glob("*.eml"))
+        sent = _deliver(p, files, times)
+        times["total"] = time.monotonic() - t0
+        return Result(p, p.outdir, files, "", times, sent)
+    wt = Worktree(wd, p.git, p.t.name)
+    # Sent or not, b4 writes the messages to files (`b4 send -o`): a send
+    # delivers those files, so that what went out is known one by one.
+    # A relative --output is the caller's, not b4's (b4 runs in the worktree).
+    outdir = Path(output).resolve() if output else p.outdir
+    own_output(outdir, default=not output)          # refused before anything is made
+    b4_old, b4_made, backup = b4_branch_updates(p, wt, force)
+    log, b4_head = _b4_write(p, wt, outdir, not output, send, times)
+    files = sorted(outdir.glob("*.eml"))
+    _record(p, wt, files, send, b4_head, b4_old, b4_made, backup)
     if send:
         _keep_tracked(p)
     sent = _deliver(p, files, times) if send else 0

@@ -24,7 +24,7 @@ from ktopic.errors import KtopicError
 from ktopic.branches.generate import base_commit
 from ktopic.plumbing.gitutil import Git
 from ktopic.send.mail import applies_on, body, line_of, sender, subject
-from ktopic.model.branchspec import INTEGRATION
+from ktopic.model.branchspec import INTEGRATION, BranchSpec
 from ktopic.model.manifest import Manifest
 from ktopic.model.workdir import Workdir
 from ktopic.fileio import write_atomic
@@ -96,14 +96,9 @@ def check_sent(state: revisions.State, branch: str, name: str, rel: str) -> None
                       f"(the pull request then says so)", rel, state.line("revision"))
 
 
-def run(m: Manifest, wd: Workdir, name: str, retag: bool = False,
-        unsent: bool = False) -> Result:
-    t = m.series_branch(name)
-    who, addr = sender(m)
-    url = m.series.public_url
-    if not url:
-        raise KtopicError("series.public-url is not set: a pull request names where the "
-                          "branch is published", m.display(), line_of(m, "series"))
+def _mailed_revision(m: Manifest, t: BranchSpec, name: str, unsent: bool):
+    """The branch's state and current revision, refused while it was
+    never mailed (or, without unsent, never sent)."""
     state = revisions.load(m.root, t.name)
     rel = f"{revisions.STATE_DIR}/{t.name}.yaml"
     if t.kind != INTEGRATION and not t.patches:
@@ -112,9 +107,82 @@ def run(m: Manifest, wd: Workdir, name: str, retag: bool = False,
     if state is None or state.current is None:
         raise KtopicError(f"{t.branch} is not enrolled: no revision of it was mailed "
                           f"(run `ktopic mail {name}` first)", rel)
-    rev = state.current
     if not unsent:
         check_sent(state, t.branch, name, rel)
+    return state, state.current, rel
+
+
+def _reuse_tag(git: Git, tag: str, existing: str, rev, message: str, key: str, retag: bool,
+               name: str, rel: str, warnings: list[str]) -> tuple[bool, bool]:
+    """Whether the existing tag is kept (else it is moved aside under a
+    ref of its own) and whether it is signed."""
+    if git.rev_parse(f"refs/tags/{tag}") != rev.head:
+        raise KtopicError(f"tag {tag} exists and points elsewhere "
+                          f"({git.rev_parse('refs/tags/' + tag)[:12]})", rel)
+    kind = git.run("cat-file", "-t", existing).strip()
+    signed = kind == "tag" and "-----BEGIN PGP SIGNATURE-----" in \
+        git.run("cat-file", "tag", existing)
+    stale = kind != "tag" or _tag_text(git, existing) != message
+    if stale or retag:
+        # A tag whose message no longer says what the revision is (a
+        # Message-Id quoted from an unsent revision, a send since), or
+        # one the maintainer wants signed now: replaced, the old kept.
+        keep = f"{REPLACED}{tag}/{existing[:12]}"
+        git.update_refs([(keep, existing, None)], f"ktopic pull-request: old {tag}")
+        warnings.append(f"tag {tag} " + ("did not say what v{0} is now (its message is "
+                                         "stale)".format(rev.number) if stale else
+                                         "replaced (--retag)") +
+                        f"; replaced, the old one kept as {keep}")
+        return False, signed
+    warnings.append(f"tag {tag} already existed with this message; reused")
+    if key and not signed:
+        warnings.append(f"tag {tag} is not signed though user.signingkey is set now: "
+                        f"`ktopic pull-request {name} --retag` replaces it with a "
+                        f"signed one (the old one kept)")
+    return True, signed
+
+
+def _make_tag(git: Git, tag: str, head: str, message: str, key: str, who: str,
+              addr: str) -> None:
+    env = {"GIT_COMMITTER_NAME": who, "GIT_COMMITTER_EMAIL": addr}
+    with tempfile.NamedTemporaryFile("w", prefix="ktopic-tag-", suffix=".txt",
+                                     delete=False) as f:
+        f.write(message)
+    try:
+        args = ["tag", "-f", "--cleanup=verbatim", "-F", f.name]
+        args += ["-s", "-u", key] if key else ["-a"]
+        git.run(*args, tag, head, env=env)
+    finally:
+        os.unlink(f.name)
+
+
+def _request_pull(git: Git, wd: Workdir, start: str, url: str, tag: str,
+                  warnings: list[str]) -> str:
+    """git request-pull's text, naming the public url."""
+    p = git.try_run("request-pull", start, url, tag)
+    if p.returncode != 0 and not p.stdout.strip():
+        raise KtopicError(f"git request-pull failed: {p.stderr.strip()}")
+    if p.returncode != 0:
+        warnings.append(f"the tag is not at {url} yet: `git -C {wd.git_dir} push {url} "
+                        f"tag {tag}` and run this again")
+    text = p.stdout
+    # request-pull names the URL after url.insteadOf rewriting; the request
+    # is for the public one.
+    resolved = git.try_run("ls-remote", "--get-url", url).stdout.strip()
+    if resolved and resolved != url:
+        text = text.replace(f"\n  {resolved} ", f"\n  {url} ", 1)
+    return text
+
+
+def run(m: Manifest, wd: Workdir, name: str, retag: bool = False,
+        unsent: bool = False) -> Result:
+    t = m.series_branch(name)
+    who, addr = sender(m)
+    url = m.series.public_url
+    if not url:
+        raise KtopicError("series.public-url is not set: a pull request names where the "
+                          "branch is published", m.display(), line_of(m, "series"))
+    state, rev, rel = _mailed_revision(m, t, name, unsent)
     ident = identity(m)
     signoffs.refuse(m, t, ident, "pull-request")
     who, addr = email.utils.parseaddr(ident)
@@ -132,58 +200,17 @@ def run(m: Manifest, wd: Workdir, name: str, retag: bool = False,
     existing = git.ref(f"refs/tags/{tag}")
     warnings: list[str] = []
     message = tag_message(m, t.name, rev, git, unsent=not rev.sent)
+    kept = False
     if existing:
-        if git.rev_parse(f"refs/tags/{tag}") != rev.head:
-            raise KtopicError(f"tag {tag} exists and points elsewhere "
-                              f"({git.rev_parse('refs/tags/' + tag)[:12]})", rel)
-        kind = git.run("cat-file", "-t", existing).strip()
-        signed = kind == "tag" and "-----BEGIN PGP SIGNATURE-----" in \
-            git.run("cat-file", "tag", existing)
-        stale = kind != "tag" or _tag_text(git, existing) != message
-        if stale or retag:
-            # A tag whose message no longer says what the revision is (a
-            # Message-Id quoted from an unsent revision, a send since), or
-            # one the maintainer wants signed now: replaced, the old kept.
-            keep = f"{REPLACED}{tag}/{existing[:12]}"
-            git.update_refs([(keep, existing, None)], f"ktopic pull-request: old {tag}")
-            warnings.append(f"tag {tag} " + ("did not say what v{0} is now (its message is "
-                                             "stale)".format(rev.number) if stale else
-                                             "replaced (--retag)") +
-                            f"; replaced, the old one kept as {keep}")
-            existing = None
-        else:
-            warnings.append(f"tag {tag} already existed with this message; reused")
-            if key and not signed:
-                warnings.append(f"tag {tag} is not signed though user.signingkey is set now: "
-                                f"`ktopic pull-request {name} --retag` replaces it with a "
-                                f"signed one (the old one kept)")
-    if not existing:
-        env = {"GIT_COMMITTER_NAME": who, "GIT_COMMITTER_EMAIL": addr}
-        with tempfile.NamedTemporaryFile("w", prefix="ktopic-tag-", suffix=".txt",
-                                         delete=False) as f:
-            f.write(message)
-        try:
-            args = ["tag", "-f", "--cleanup=verbatim", "-F", f.name]
-            args += ["-s", "-u", key] if key else ["-a"]
-            git.run(*args, tag, rev.head, env=env)
-        finally:
-            os.unlink(f.name)
+        kept, signed = _reuse_tag(git, tag, existing, rev, message, key, retag, name, rel,
+                                  warnings)
+    if not kept:
+        _make_tag(git, tag, rev.head, message, key, who, addr)
         signed = bool(key)
     if not signed:
         warnings.append(f"tag {tag} is not signed (no user.signingkey): whoever pulls cannot "
                         f"verify who made it")
-    p = git.try_run("request-pull", rev.start, url, tag)
-    if p.returncode != 0 and not p.stdout.strip():
-        raise KtopicError(f"git request-pull failed: {p.stderr.strip()}")
-    if p.returncode != 0:
-        warnings.append(f"the tag is not at {url} yet: `git -C {wd.git_dir} push {url} "
-                        f"tag {tag}` and run this again")
-    text = p.stdout
-    # request-pull names the URL after url.insteadOf rewriting; the request
-    # is for the public one.
-    resolved = git.try_run("ls-remote", "--get-url", url).stdout.strip()
-    if resolved and resolved != url:
-        text = text.replace(f"\n  {resolved} ", f"\n  {url} ", 1)
+    text = _request_pull(git, wd, rev.start, url, tag, warnings)
     path = m.root / "out" / "pull" / f"{t.branch}-v{rev.number}.txt"
     write_atomic(path, text)
     return Result(tag, signed, text, path, warnings)

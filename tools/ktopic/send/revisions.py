@@ -1,22 +1,7 @@
-"""Revisions of a mailed series, kept in the project repository.
+"""Revisions of a mailed series, kept in mail/<label>.yaml in the project.
 
-Each topic (and the integration branch) has ``mail/<label>.yaml`` at the top
-of the checkout: b4's change-id, the current revision number, and per
-revision what was mailed (head, start, tree, the patch files by their git
-blob id, the cover's Message-Id, when it was written or sent, the
-changelog).  Committing the file lets another clone continue at v3 after
-v2; docs/mail.md describes it.
-
-The commits of a past revision are found, in this order: the ref
-``refs/ktopic/mail/<label>/v<N>`` that `ktopic mail` keeps in the work
-repository; the recorded head itself (generation is deterministic, so a
-regenerated work repository often has it); or rebuilt by stacking the
-recorded patch blobs, read from the project repository's own history, on
-the base.  When none works the range-diff is left out and the cover letter
-says why.
-
-Takes a branch's label; gives its mailed revisions (the State kept in the
-project) and their commits.
+Takes a branch's label; gives its State (change-id, revisions) and the
+commits of a past revision.  docs/mail.md, "Revisions".
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""The record of what was sent, kept twice: mail/<label>.yaml in the
-project, and a copy of it in the work repository.
-
-Each time ktopic saves the state file it also stores the same text as a
-blob under ``refs/ktopic/mail-state/<label>``.  Before a series is mailed
-the two are compared: when the work repository knows of messages that went
-out and the state file does not (the file removed by `git clean`, stashed,
-or a fresh clone holding an older commit of it), the run is refused with
-the command that restores the file; when the file knows more (a new work
-directory), the work repository takes the file's copy.
+"""The record of what was sent, kept in the project and in the work repository.
 
 Takes the work repository and a state; gives a refusal or nothing.
+docs/mail.md, "Revisions".
 """
 
 from __future__ import annotations

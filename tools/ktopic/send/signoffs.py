@@ -1,18 +1,7 @@
 """The sign-off chain of the patch files: it ends with whoever sends.
 
-The patch files of this repository carry a declared placeholder identity
-(``series.placeholder``) as the porter's until the maintainer who sends
-puts theirs in.  check() finds, per patch file and line, the placeholder
-(as author or in any trailer) and a last Signed-off-by that is not the
-sender's; `mail --send` and `pull-request` refuse while any is left, and
-`ktopic check` reports the placeholder as a warning.  sign() is the one
-step that fixes it, as `git am -s` would sign a patch: the placeholder's
-sign-off gives way to the sender's, at the end of the trailers, and a
-patch the placeholder wrote gets the sender as author; an original
-author is never replaced.
-
 Takes the manifest, a series and the sender's identity; gives the
-problems, or the edited patch files.
+problems, or the edited patch files.  docs/mail.md, "The sign-off chain".
 """
 
 from __future__ import annotations

@@ -1,36 +1,10 @@
-"""Review trailers from the list's replies back into the patch files.
+"""Review trailers from the list's replies, written into the patch files.
 
-After a revision went out (`ktopic mail --send`), reviewers answer with
-``Reviewed-by:``, ``Acked-by:``, ``Tested-by:``, ``Reported-by:`` lines.
-This reads their replies from an mbox file or a maildir, keeps those that
-answer a message of the topic's last sent revision (matched by
-In-Reply-To, then References, against the Message-Ids recorded in
-``mail/<label>.yaml``; a reply to the cover letter counts for every patch,
-as with b4), takes the trailers with b4's own follow-up parsing
-(``b4.LoreMessage``), and writes them into ``patches/<topic>/*.patch``:
-after the trailers already there, before the Signed-off-by of the person
-applying (``series.from``), each once.
-
-What is not taken is said, one line each: a reply to another series or to
-an older revision, a trailer whose address does not parse, a trailer that
-names someone other than the reply's sender (b4's rule), one from the
-patch's own author that only restates the sign-off, one already there, one
-holding a control character (a form feed, U+2028, ...) that a reader
-splitting lines would take for two.
-
-A patch file is edited as bytes: only the trailer lines are added, in the
-file's charset and with its line ends; the rest (CRLF lines of the diff,
-text in another charset) stays byte for byte.  The message ends where git
-mailinfo ends it (the first `---`, `diff -` or `Index: ` line of the body),
-and the written file is checked with mailinfo to give the same diff and
-the same message plus the trailers.  A file that cannot be edited so (base64
-or quoted-printable, multipart, a charset that cannot hold a trailer) is
-refused with its name.
-
-A mail b4 cannot read (no From:, a Date: that is not a date, a line b4
-would read as a trailer longer than MAX_TRAILER_LINE, on which b4 would
-spend hours) is not given to b4: passed over and said, or refused when it
-is a reply to the revision with trailer lines, whose trailers would be lost.
+Takes a label's last sent revision (mail/<label>.yaml) and an mbox file or
+maildir of replies; gives a Plan (the trailers to add per patch file and
+what was passed over, with why) and writes it, each patch file edited as
+bytes and checked with git mailinfo.  docs/mail.md, "Review trailers from
+the replies".
 """
 
 from __future__ import annotations
@@ -41,6 +15,7 @@ import email.policy
 import email.utils
 import logging
 import mailbox
+import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -97,6 +72,21 @@ class Plan:
         return sum(len(e.add) for e in self.edits.values())
 
 
+def _maildir(path: Path) -> list[tuple[Path, object]]:
+    """The messages of a maildir with their files, in the order Python's
+    mailbox.Maildir gives them (cur/, then new/; a file per unique name)."""
+    files: dict[str, Path] = {}
+    for sub in ("cur", "new"):
+        for entry in os.listdir(path / sub):
+            if not (path / sub / entry).is_dir():
+                files[entry.split(":")[0]] = path / sub / entry
+    out = []
+    for f in files.values():
+        with open(f, "rb") as fh:
+            out.append((f, mailbox.MaildirMessage(fh)))
+    return out
+
+
 def read_mailbox(path: Path) -> list[tuple[object, str, int | None]]:
     """The messages of an mbox file or a maildir (as b4 reads them), each
     with the file it is in and the line it starts on (None in a maildir,
@@ -106,14 +96,7 @@ def read_mailbox(path: Path) -> list[tuple[object, str, int | None]]:
         raise KtopicError(f"{path}: no such mbox file or maildir")
     try:
         if path.is_dir():
-            box = mailbox.Maildir(str(path), factory=None, create=False)
-            out = []
-            for key in box.keys():
-                try:
-                    where = str(path / box._lookup(key))
-                except (AttributeError, KeyError):
-                    where = str(path)
-                out.append((box[key], where, None))
+            out = [(msg, str(f), None) for f, msg in _maildir(path)]
         else:
             box = mailbox.mbox(str(path), create=False)
             msgs = list(box)
@@ -389,10 +372,10 @@ def _address_problem(value: str) -> str:
     return ""
 
 
-def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
-    import b4
-    b4.logger.setLevel(logging.CRITICAL)
-    msgs = read_mailbox(mbox)
+def _sent_revision(m: Manifest, label: str, branch: str):
+    """The state and last sent revision of label, with its patch files
+    (relative to the checkout) and their Message-Ids; refused when nothing
+    was sent or a recorded file lies outside patches/."""
     state = revisions.load(m.root, label)
     rel = f"{revisions.STATE_DIR}/{label}.yaml"
     if state is None:
@@ -416,6 +399,12 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
             raise KtopicError(f"patch {i + 1} of v{rev.number} is recorded as {f!r}, which "
                               f"is not a file under patches/", rel,
                               state.line("revisions", rev.number, "stack", first + i, "file"))
+    return state, rev, files, cover_id, patch_ids
+
+
+def _series_ids(state, rev, cover_id, patch_ids) -> tuple[dict[str, int], dict[str, int]]:
+    """The revision's own Message-Ids (patch index, -1 for the cover
+    letter) and those of the older revisions (their number)."""
     ours = {_clean(x): i for i, x in enumerate(patch_ids) if x}
     if cover_id:
         ours[_clean(cover_id)] = -1
@@ -424,24 +413,65 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
         if r is not rev:
             for x in r.delivered + ([r.message_id] if r.message_id else []):
                 older[_clean(x)] = n
-    out = Plan(label, branch, rev.number)
-    applier = email.utils.parseaddr(identity(m))[1]
-    patches: dict[int, tuple[str, object]] = {}
-    existings: dict[str, list] = {}
+    return ours, older
 
-    def patch(i: int):
-        if i not in patches:
-            f = files[i]
-            p = Path(m.root, f)
-            patches[i] = (f, parse(p, f) if p.exists() else None)
-        return patches[i]
 
-    for number, (msg, where, at) in enumerate(msgs, 1):
-        mid = _clean(str(msg.get("Message-Id") or ""))
-        if mid in ours or mid in older:
-            continue            # the series' own messages, in a thread's mbox
-        chain = _ids(msg.get("In-Reply-To")) + list(reversed(_ids(msg.get("References"))))
-        target = next((ours[c] for c in chain if c in ours), None)
+def _loose(lmsg, body: str) -> list[str]:
+    """Person trailer lines of a reply that b4 did not take (no address)."""
+    took = [(t.lname, t.value) for t in lmsg.trailers]
+    loose = []
+    if (lmsg.reply or lmsg.in_reply_to) and not lmsg.has_diff:
+        for line in body.split("\n"):        # as b4 and git split lines
+            lm = TRAILER_LINE.match(line.strip("\r"))
+            if lm and PERSON_TAG.match(lm.group(1)) and not any(
+                    lm.group(1).lower() == n and lm.group(2).startswith(v) for n, v in took):
+                loose.append(line.strip())
+    return loose
+
+
+def _trailer_problem(t, line: str, mismatches) -> str:
+    """Why a trailer b4 took is not written, or ""."""
+    bad = _control(line)
+    if bad:
+        # A form feed, U+2028, ... : a reader that splits lines
+        # there would see another trailer in the commit message.
+        return f"it holds a control character ({bad})"
+    if t.type == "person":
+        why = _address_problem(t.value)
+        if why:
+            return why
+        if t in mismatches:
+            return ("it names someone other than the reply's sender (b4 takes a person's "
+                    "own trailers only)")
+    return ""
+
+
+@dataclass
+class _Collect:
+    """One run of plan: the revision's patch files, read once each, and
+    the plan being filled."""
+    m: Manifest
+    branch: str
+    rev: object
+    files: list[str]
+    ours: dict[str, int]
+    older: dict[str, int]
+    out: Plan
+    patches: dict[int, tuple[str, object]] = field(default_factory=dict)
+    existings: dict[str, list] = field(default_factory=dict)
+
+    def patch(self, i: int):
+        if i not in self.patches:
+            f = self.files[i]
+            p = Path(self.m.root, f)
+            self.patches[i] = (f, parse(p, f) if p.exists() else None)
+        return self.patches[i]
+
+    def read(self, msg, number: int, where: str, at, target):
+        """b4's reading of msg and its trailers that name someone else, or
+        None when b4 cannot read it (passed over, or refused when it is a
+        reply to the revision with trailer lines)."""
+        import b4
         # A mail b4 cannot read (or would take hours over) is not given to
         # it.  One the run needs, a reply to the revision with trailer
         # lines, is refused: its trailers would be lost.
@@ -451,94 +481,110 @@ def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
             try:
                 lmsg = b4.LoreMessage(msg)
                 _, mismatches = lmsg.get_trailers(sloppy=False)
+                return lmsg, mismatches
             except Exception as e:          # noqa: BLE001  (b4 on a mail it chokes on)
                 why = f"b4 cannot read it ({type(e).__name__}: {_short(str(e))})"
-        if why:
-            named = f"message {number} ({_named(msg)})"
-            if target is not None and _trailer_lines(texts):
-                raise KtopicError(_shown(f"{named}: a reply to v{rev.number} of {branch} with "
-                                         f"trailers, but {why}: mend or remove it (nothing was "
-                                         f"written)"), where, at)
-            out.skipped.append(f"{where}{f':{at}' if at else ''}: {named}: {why}: passed over (" +
-                               (f"a reply to v{rev.number} of {branch} without trailers)"
-                                if target is not None else
-                                f"not a reply to v{rev.number} of {branch})"))
-            continue
-        body = (lmsg.body or "").split("\n-- \n", 1)[0]
-        took = [(t.lname, t.value) for t in lmsg.trailers]
-        loose = []              # person trailers b4 would not take: no address
-        if (lmsg.reply or lmsg.in_reply_to) and not lmsg.has_diff:
-            for line in body.split("\n"):        # as b4 and git split lines
-                lm = TRAILER_LINE.match(line.strip("\r"))
-                if lm and PERSON_TAG.match(lm.group(1)) and not any(
-                        lm.group(1).lower() == n and lm.group(2).startswith(v) for n, v in took):
-                    loose.append(line.strip())
+        rev, branch = self.rev.number, self.branch
+        named = f"message {number} ({_named(msg)})"
+        if target is not None and _trailer_lines(texts):
+            raise KtopicError(_shown(f"{named}: a reply to v{rev} of {branch} with "
+                                     f"trailers, but {why}: mend or remove it (nothing was "
+                                     f"written)"), where, at)
+        self.out.skipped.append(f"{where}{f':{at}' if at else ''}: {named}: {why}: passed over (" +
+                                (f"a reply to v{rev} of {branch} without trailers)"
+                                 if target is not None else
+                                 f"not a reply to v{rev} of {branch})"))
+        return None
+
+    def not_ours(self, what: str, chain: list[str], n: int) -> None:
+        """Say why a reply with n trailers that answers no message of the
+        revision is passed over."""
+        rev, branch = self.rev.number, self.branch
+        old = next((self.older[c] for c in chain if c in self.older), None)
+        if old is not None:
+            why = f"a reply to v{old} of {branch}, but v{rev} is the last sent revision"
+        else:
+            why = f"a reply to another series, not to v{rev} of {branch}"
+        self.out.skipped.append(f"{what}: {why}: its {n} trailer{'s' if n != 1 else ''} not taken")
+
+    def take(self, t, line: str, i: int, what: str, mid: str, sender: str) -> None:
+        """Add trailer t to patch i unless it is there already."""
+        out = self.out
+        addr = t.addr[1].lower() if t.type == "person" and t.addr else ""
+        f, pf = self.patch(i)
+        if pf is None:
+            out.skipped.append(f"{what}: '{line}': {f} (patch {i + 1} of v{self.rev.number}) "
+                               f"is no longer in the checkout")
+            return
+        ed = out.edits.setdefault(f, PatchEdit(f, Path(self.m.root, f)))
+        if f not in self.existings:
+            ed.old = pf.path.read_bytes()
+            self.existings[f] = _existing(ed.old, f)
+        existing = self.existings[f]
+        if addr and addr == pf.email.lower() and any(
+                n == "signed-off-by" and a == addr for n, a, _ in existing):
+            out.skipped.append(f"{what}: '{line}': from the author of {f}, whose "
+                               f"Signed-off-by it carries already")
+            return
+        bare = t.as_string(omit_extinfo=True).lower()
+        same = [x for n, a, x in existing if n == t.lname and
+                (a == addr if addr else x.lower() == bare)]
+        if same:
+            out.skipped.append(f"{what}: '{line}': already in {f}")
+            return
+        if any(a.lname == t.lname and (a.addr == addr if addr else a.bare == bare)
+               for a in ed.add):
+            out.skipped.append(f"{what}: '{line}': taken for {f} from an earlier reply")
+            return
+        ed.add.append(Taken(line, t.lname, addr, mid, sender, bare))
+
+    def message(self, msg, number: int, where: str, at, mbox: Path) -> None:
+        """Take the trailers of one message of the mailbox."""
+        mid = _clean(str(msg.get("Message-Id") or ""))
+        if mid in self.ours or mid in self.older:
+            return              # the series' own messages, in a thread's mbox
+        chain = _ids(msg.get("In-Reply-To")) + list(reversed(_ids(msg.get("References"))))
+        target = next((self.ours[c] for c in chain if c in self.ours), None)
+        read = self.read(msg, number, where, at, target)
+        if read is None:
+            return
+        lmsg, mismatches = read
+        loose = _loose(lmsg, (lmsg.body or "").split("\n-- \n", 1)[0])
         if not lmsg.trailers and not loose:
-            continue
+            return
         sender = f"{lmsg.fromname} <{lmsg.fromemail}>"
         named = _named(msg) if mid else f"message {number} ({_named(msg)})"
         what = f"{mbox}: {named} from {sender}"
         if target is None:
-            old = next((older[c] for c in chain if c in older), None)
-            if old is not None:
-                why = (f"a reply to v{old} of {branch}, but v{rev.number} is the last sent "
-                       f"revision")
-            else:
-                why = f"a reply to another series, not to v{rev.number} of {branch}"
-            n = len(lmsg.trailers) + len(loose)
-            out.skipped.append(f"{what}: {why}: its {n} trailer{'s' if n != 1 else ''} not taken")
-            continue
-        out.replies += 1
+            self.not_ours(what, chain, len(lmsg.trailers) + len(loose))
+            return
+        self.out.replies += 1
         for line in loose:
             bad = _control(line)
-            out.skipped.append(f"{what}: '{line}': " + (
+            self.out.skipped.append(f"{what}: '{line}': " + (
                 f"it holds a control character ({bad})" if bad else "its address does not parse"))
-        targets = range(len(files)) if target == -1 else [target]
+        targets = range(len(self.files)) if target == -1 else [target]
         for t in lmsg.trailers:
             line = t.as_string()
-            bad = _control(line)
-            if bad:
-                # A form feed, U+2028, ... : a reader that splits lines
-                # there would see another trailer in the commit message.
-                out.skipped.append(f"{what}: '{line}': it holds a control character ({bad})")
+            why = _trailer_problem(t, line, mismatches)
+            if why:
+                self.out.skipped.append(f"{what}: '{line}': {why}")
                 continue
-            if t.type == "person":
-                why = _address_problem(t.value)
-                if why:
-                    out.skipped.append(f"{what}: '{line}': {why}")
-                    continue
-                if t in mismatches:
-                    out.skipped.append(f"{what}: '{line}': it names someone other than the "
-                                       f"reply's sender (b4 takes a person's own trailers only)")
-                    continue
-            addr = t.addr[1].lower() if t.type == "person" and t.addr else ""
             for i in targets:
-                f, pf = patch(i)
-                if pf is None:
-                    out.skipped.append(f"{what}: '{line}': {f} (patch {i + 1} of v{rev.number}) "
-                                       f"is no longer in the checkout")
-                    continue
-                ed = out.edits.setdefault(f, PatchEdit(f, Path(m.root, f)))
-                if f not in existings:
-                    ed.old = pf.path.read_bytes()
-                    existings[f] = _existing(ed.old, f)
-                existing = existings[f]
-                if addr and addr == pf.email.lower() and any(
-                        n == "signed-off-by" and a == addr for n, a, _ in existing):
-                    out.skipped.append(f"{what}: '{line}': from the author of {f}, whose "
-                                       f"Signed-off-by it carries already")
-                    continue
-                bare = t.as_string(omit_extinfo=True).lower()
-                same = [x for n, a, x in existing if n == t.lname and
-                        (a == addr if addr else x.lower() == bare)]
-                if same:
-                    out.skipped.append(f"{what}: '{line}': already in {f}")
-                    continue
-                if any(a.lname == t.lname and (a.addr == addr if addr else a.bare == bare)
-                       for a in ed.add):
-                    out.skipped.append(f"{what}: '{line}': taken for {f} from an earlier reply")
-                    continue
-                ed.add.append(Taken(line, t.lname, addr, mid, sender, bare))
+                self.take(t, line, i, what, mid, sender)
+
+
+def plan(m: Manifest, label: str, branch: str, mbox: Path) -> Plan:
+    import b4
+    b4.logger.setLevel(logging.CRITICAL)
+    msgs = read_mailbox(mbox)
+    state, rev, files, cover_id, patch_ids = _sent_revision(m, label, branch)
+    ours, older = _series_ids(state, rev, cover_id, patch_ids)
+    out = Plan(label, branch, rev.number)
+    applier = email.utils.parseaddr(identity(m))[1]
+    run = _Collect(m, branch, rev, files, ours, older, out)
+    for number, (msg, where, at) in enumerate(msgs, 1):
+        run.message(msg, number, where, at, mbox)
     for f, ed in list(out.edits.items()):
         if not ed.add:
             del out.edits[f]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from conftest import REPO  # noqa: E402  (the checkout, wherever this file sits)
 sys.path.insert(0, str(REPO / "tools"))
 
 from ktopic.kernel import initramfs  # noqa: E402

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from conftest import REPO  # noqa: E402  (the checkout, wherever this file sits)
 sys.path.insert(0, str(REPO / "tools"))
 
 from ktopic.model import manifest  # noqa: E402
@@ -291,6 +291,7 @@ def test_a_jobs_extra_options_follow_and_its_status_is_cis(tmp_path):
 def parse(argv):
     p = argparse.ArgumentParser()
     p.add_argument("-m", "--manifest", type=Path, default=TINY)
+    p.add_argument("-w", "--workdir", type=Path, default=None)      # as cli.parser() has it
     cmd_pipeline.register(p.add_subparsers(dest="command"))
     return p.parse_args(argv)
 

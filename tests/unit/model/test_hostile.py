@@ -1,4 +1,4 @@
-"""The hostile corpus (hostile/cases.yaml): malformed and hostile manifests,
+"""The hostile corpus (hostile_cases.yaml, beside it): malformed and hostile manifests,
 patches and mails, each run against one small synthetic work repository.
 
 Each case must end with its exit status and exactly its one line on
@@ -24,8 +24,7 @@ from conftest import IDENT, MANIFEST, Project
 from ktopic import cli
 from ktopic.branches import proofs
 
-HERE = Path(__file__).with_name("hostile")
-CASES = yaml.safe_load((HERE / "cases.yaml").read_text())
+CASES = yaml.safe_load(Path(__file__).with_name("hostile_cases.yaml").read_text())
 SECONDS = 20            # a case that runs longer hangs: fail it, do not wait
 
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from conftest import REPO  # noqa: E402  (the checkout, wherever this file sits)
 sys.path.insert(0, str(REPO / "tools"))
 sys.path.insert(0, str(Path(__file__).parent))
 

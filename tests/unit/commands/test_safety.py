@@ -11,6 +11,7 @@ import pytest
 from conftest import git_in
 from ktopic.errors import KtopicError
 from ktopic.model import manifest
+from ktopic.plumbing import manifests
 
 
 def _edit_branch(project, tmp_path, branch, *steps):
@@ -136,11 +137,11 @@ def test_a_manifest_changed_while_it_is_loaded_is_not_stamped_valid(project, mon
         real(data, name)
         project.manifest.write_text(bad)
     monkeypatch.setattr(manifest, "_no_nul", rewritten)
-    manifest.load(project.manifest, workdir=project.workdir)
+    manifests.load(project.manifest, workdir=project.workdir)
     assert list((project.workdir / "validated").iterdir())
     monkeypatch.setattr(manifest, "_no_nul", real)
     with pytest.raises(KtopicError, match="invalid branch name 'topic/bad..name'"):
-        manifest.load(project.manifest, workdir=project.workdir)
+        manifests.load(project.manifest, workdir=project.workdir)
 
 
 def test_export_without_a_base_says_import_base(project, ktopic):
