@@ -14,8 +14,8 @@ from pathlib import Path
 from ktopic.errors import Failure
 from ktopic.gates import check, registry
 from ktopic.kernel import steplog
-from ktopic.model import manifest
 from ktopic.model.workdir import Workdir
+from ktopic.plumbing import manifests
 from ktopic.report import report as rep
 from ktopic.fileio import write_atomic
 
@@ -40,7 +40,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    m = manifest.load(args.manifest, workdir=args.workdir)
+    m = manifests.load(args.manifest, workdir=args.workdir)
     wd = Workdir(args.workdir)
     if not wd.git_dir.is_dir():
         raise Failure(f"no work repository at {wd.git_dir}: run `ktopic import-base` "

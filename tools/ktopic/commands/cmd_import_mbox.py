@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ktopic.model import branchspec, manifest
+from ktopic.model import branchspec
 from ktopic.plumbing import manifests
 from ktopic.branches import mbox
 from ktopic.model.workdir import Workdir

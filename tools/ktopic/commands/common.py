@@ -12,6 +12,7 @@ from pathlib import Path
 from ktopic.errors import KtopicError
 from ktopic.model import manifest, variants
 from ktopic.model.workdir import Workdir
+from ktopic.plumbing import manifests
 from ktopic.runner.options import Options
 
 
@@ -22,7 +23,7 @@ def workdir_of(args) -> Workdir:
 
 def load_manifest(args) -> manifest.Manifest:
     """The manifest the global options name, loaded and checked."""
-    return manifest.load(args.manifest, workdir=args.workdir)
+    return manifests.load(args.manifest, workdir=args.workdir)
 
 
 def series(args) -> tuple[manifest.Manifest, Workdir, str]:
