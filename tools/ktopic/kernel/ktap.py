@@ -89,7 +89,6 @@ def split_segments(lines: list[str]) -> list[Segment]:
         if m:
             marked = True
             segs.append(cur)
-            what = m.group(1)
             if m.group(2):
                 cur = Segment("module", m.group(2), i + 1)
             elif m.group(3):

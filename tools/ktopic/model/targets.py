@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktopic.errors import KtopicError
 from ktopic.model import branchspec, variants
 from ktopic.model.branchspec import BASE, INTEGRATION, BranchSpec  # noqa: F401 (re-exported)
 

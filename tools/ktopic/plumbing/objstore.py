@@ -177,7 +177,7 @@ class ObjectStore:
         scheduler."""
         p = self._proc("hash-object " + kind, "hash-object", "-t", kind, "-w", "--no-filters",
                        "--stdin-paths")
-        ids, lines = [], []
+        ids = []
         for data in datas:
             oid = hashlib.sha1(b"%s %d\0" % (kind.encode(), len(data)) + data).hexdigest()
             self._n += 1
