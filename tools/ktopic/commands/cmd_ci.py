@@ -92,6 +92,7 @@ def run(args) -> int:
         if _left_out(args, g):
             raise KtopicError(f"--{g} {_left_out(args, g)}")
     m = common.load_manifest(args)
+    common.warn_stale(m, args, args.branches)
     out_dir = Path(args.out or Path(m.root) / "out")
     opts = common.options_from_args(args)
     # The manifest's `sanitizers:` variants run too (not in a whole-run --kasan/--kcsan).

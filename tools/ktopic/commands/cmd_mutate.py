@@ -43,6 +43,7 @@ def run(args) -> int:
     topics = [m.resolve_one(n, ("topic",)).name for n in args.topics] or \
         [s.name for s in m.resolve([]) if s.kind == "topic" and (mdir / s.name).is_dir()]
     topics = list(dict.fromkeys(topics))
+    common.warn_stale(m, args, topics)
     if args.mutants and not mdir.is_dir():
         raise KtopicError("no such directory", mdir)
     # Parse every mutant first: a malformed one stops the run before any build.

@@ -7,8 +7,10 @@ options and branch arguments."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+from ktopic.commands import cmd_status
 from ktopic.errors import KtopicError
 from ktopic.model import manifest, variants
 from ktopic.model.workdir import Workdir
@@ -91,3 +93,19 @@ def branch_names(args) -> list[str]:
     if not args.all and not args.branches:
         raise KtopicError("name a topic or branch, or give --all")
     return [] if args.all else args.branches
+
+
+def warn_stale(m: manifest.Manifest, args, names: list[str]) -> None:
+    """A branch behind its patches is built as it is: say so on stderr, one
+    line per branch (`make` generates first; a direct `ktopic ci` does not)."""
+    wd = workdir_of(args)
+    if not wd.git_dir.exists():
+        return
+    wanted = set(names)
+    for r in cmd_status.rows(m, wd):
+        if wanted and not wanted & {r["topic"], r["branch"]}:
+            continue
+        if r["state"] == "behind the manifest":
+            print(f"ktopic: warning: {r['branch']} is behind the manifest and is tested "
+                  f"as it is; `ktopic generate {r['topic']}` first to test the patches",
+                  file=sys.stderr)
