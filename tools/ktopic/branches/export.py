@@ -139,12 +139,8 @@ def _replace(m: Manifest, topic: str, t, outdir: Path, tmp: Path, files: list[st
                 kept.append(p.name)
         if files == [p.rel for p in t.patches]:
             return m                # same list: leave the manifest as written
-        waivers = {p.rel: p.waivers for p in t.patches}
-        entries = []
-        for f in files:
-            w = waivers.get(f)
-            entries.append({"file": f, "waivers": [{"type": x.type, "reason": x.reason}
-                                                   for x in w]} if w else f)
+        known = {p.rel: p for p in t.patches}
+        entries = [known[f].entry() if f in known else f for f in files]
         return manifest_edit.set_patches(m, topic, entries)
     except BaseException:
         for f in moved:

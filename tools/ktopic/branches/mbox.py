@@ -365,7 +365,7 @@ def _write(m: Manifest, t, topic: str, source: Path,
             raise KtopicError(f"patches/{topic}: cannot write the patches: {e.strerror}",
                               source) from None
         errors.check_interrupted()
-        m2 = manifest_edit.set_patches(m, topic, [_entry(p) for p in t.patches] +
+        m2 = manifest_edit.set_patches(m, topic, [p.entry() for p in t.patches] +
                                        [name for name, _ in files])
     except BaseException:
         for name in linked:
@@ -400,9 +400,3 @@ def _link(src: Path, dst: Path, shown: str, source: Path) -> None:
     except BaseException:
         dst.unlink(missing_ok=True)
         raise
-
-
-def _entry(p):
-    if not p.waivers:
-        return p.rel
-    return {"file": p.rel, "waivers": [{"type": w.type, "reason": w.reason} for w in p.waivers]}

@@ -41,6 +41,20 @@ def verify(m: Manifest, git: Git, base: str, topics: list[str] | None = None) ->
     return n
 
 
+def failing(m: Manifest, git: Git, commit: str, checks: list) -> list:
+    """The checks that do not hold on commit (a file it lacks fails a
+    `contains` and passes a `lacks`)."""
+    files = git.read_files(commit, sorted({chk.file for chk in checks}))
+    out = []
+    for chk in checks:
+        text = files[chk.file]
+        with _limit(SECONDS, m.display(), chk):
+            found = text is not None and re.search(chk.pattern, text, re.M) is not None
+        if found != chk.present:
+            out.append(chk)
+    return out
+
+
 class _Expired(Exception):
     pass
 

@@ -294,8 +294,7 @@ class Rebase:
         return report
 
     def _entries(self, name: str) -> list:
-        return [{"file": p.rel, "waivers": [{"type": w.type, "reason": w.reason} for w in p.waivers]}
-                if p.waivers else p.rel for p in self.m.topics[name].patches]
+        return [p.entry() for p in self.m.topics[name].patches]
 
     def _final_patches(self, name: str) -> list[PatchFile]:
         """The topic's patches as the rebase left them (rewritten ones from
@@ -350,6 +349,8 @@ class Rebase:
         """One patch: (outcome, the new head)."""
         git, file = self.git, p.path.name
         cache = self.gen.cache
+        if self._known_upstream(name, t, p, head):
+            return UPSTREAM, head
         how = t.get("series_upstream", {}).pop(file, None)
         if how and self._upstream(name, t, p, how):
             return UPSTREAM, head
@@ -460,6 +461,38 @@ class Rebase:
             out = self.git.run("diff", "--name-only", "--no-renames", "-z", old, new)
             self._changed_set = set(filter(None, out.split("\0")))
         return self._changed_set
+
+    def _known_upstream(self, name, t, p: PatchFile, head: str) -> bool:
+        """The manifest names the mainline commit that carries p (its
+        entry's upstream:).  On a new base from that release on, p is
+        dropped by that id once the entry's checks hold there; if one
+        fails, the rebase stops at p: the claim or its check is wrong."""
+        entry = next((q for q in self.m.topics[name].patches
+                      if q.path.name == p.path.name), None)
+        u = entry and entry.upstream
+        st = self.state
+        if not u or not release_reached(st["new"]["version"], u.release):
+            return False
+        named = f'{u.commit} ("{u.subject}")'
+        bad = proofs.failing(self.m, self.git, st["new"]["commit"], u.checks)
+        if bad:
+            why = (f"the manifest says {named} carries it since {u.release}, but on "
+                   f"{st['new']['debian_version']} {bad[0].describe()} does not hold: "
+                   f"fix the entry, or resolve the patch")
+            self._conflict(name, t, p, head, [], why)
+            t["conflict"]["why"] = why
+            raise Conflict(name)
+        t["upstream"].append({
+            "subject": p.subject,
+            "upstream-in": f"{u.release}: {named}",
+            "evidence": f"dropped by ktopic rebase onto {st['new']['debian_version']}: "
+                        f"the manifest names the mainline commit",
+            "checks": [{"file": c.file, ("contains" if c.present else "lacks"): c.pattern}
+                       for c in u.checks]})
+        t["rows"].append([p.path.name, UPSTREAM, f"mainline {named}, in {u.release}"])
+        t["rewritten"].pop(p.path.name, None)
+        t.setdefault("removed", []).append(p.path.name)
+        return True
 
     def _upstream(self, name, t, p: PatchFile, how: str) -> bool:
         st = self.state
@@ -808,10 +841,18 @@ class Rebase:
         return [u[0] for u in updates]
 
 
+def release_reached(version: str, release: str) -> bool:
+    """Is kernel version (6.7.12) from release (v6.7) on?"""
+    have = tuple(int(x) for x in version.split(".")[:2])
+    return have >= tuple(int(x) for x in release.lstrip("v").split("."))
+
+
 def conflict_help(c: dict) -> list[str]:
     """What the maintainer reads about one conflict."""
     lines = [f"topic {c['topic']}: {c['patch']} ({c['subject']}) conflicts; "
              f"worktree {c['worktree']}"]
+    if c.get("why"):
+        lines.append(f"  {c['why']}")
     for f in c["files"]:
         where = f"; conflict markers at line(s) {', '.join(map(str, f['markers']))}" \
             if f["markers"] else ""

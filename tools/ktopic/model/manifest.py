@@ -67,11 +67,34 @@ class Waiver:
 
 
 @dataclass
+class PatchUpstream:
+    """The mainline commit that carries a patch in its own form: on a base
+    from `release` on, `ktopic rebase` drops the patch by it, once `checks`
+    hold on that base (docs/rebase.md)."""
+    commit: str
+    subject: str
+    release: str             # vX.Y
+    checks: list[Check]
+    raw: dict                # as written, for rewriting the list
+
+
+@dataclass
 class Patch:
     path: Path               # absolute
     rel: str                 # as written in the manifest (relative to patches/<topic>/)
     line: int
     waivers: list[Waiver] = field(default_factory=list)
+    upstream: PatchUpstream | None = None
+
+    def entry(self) -> str | dict:
+        """The patch's entry in a `patches:` list: its name, or a mapping
+        with its waivers and its mainline commit."""
+        e: dict = {"file": self.rel}
+        if self.waivers:
+            e["waivers"] = [{"type": w.type, "reason": w.reason} for w in self.waivers]
+        if self.upstream:
+            e["upstream"] = self.upstream.raw
+        return e if len(e) > 1 else self.rel
 
 
 @dataclass
@@ -537,6 +560,23 @@ def tree_path(path: str) -> bool:
     return all(c not in ("", ".", "..") for c in path.split("/"))
 
 
+def _patch_upstream(p, name: str) -> PatchUpstream | None:
+    u = None if isinstance(p, str) else p.get("upstream")
+    if u is None:
+        return None
+    return PatchUpstream(u["commit"], u["subject"], u["release"], _checks(u["checks"], name),
+                         _plain(u))
+
+
+def _plain(v):
+    """A loaded value as plain dicts and lists (no line numbers attached)."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
 def _checks(items, name: str) -> list[Check]:
     out = []
     for i, c in enumerate(items):
@@ -588,7 +628,8 @@ def _claim_branch(branch: str, owner: str, branches: dict[str, tuple], check_nam
     branches[branch] = (owner,)
 
 
-def _patches(t, tname: str, root: Path, patch_owner: dict[Path, str], terr) -> list[Patch]:
+def _patches(t, tname: str, root: Path, patch_owner: dict[Path, str], terr,
+             name: str) -> list[Patch]:
     patches_dir = (root / "patches").resolve()
     patches = []
     for i, p in enumerate(t.get("patches", [])):
@@ -614,7 +655,8 @@ def _patches(t, tname: str, root: Path, patch_owner: dict[Path, str], terr) -> l
                 raise terr(f"waiver {w.get('type')} of {rel} needs a reason",
                            "patches", i, "waivers", j)
             waivers.append(Waiver(w["type"], w["reason"]))
-        patches.append(Patch(full, rel, t["patches"].lines[i], waivers))
+        patches.append(Patch(full, rel, t["patches"].lines[i], waivers,
+                             _patch_upstream(p, name)))
     return patches
 
 
@@ -674,7 +716,7 @@ def _topic(data, tname: str, root: Path, name: str, branches: dict[str, tuple],
                    f"{RESERVED_TOPICS[tname]}")
     _claim_branch(t["branch"], f"topic {tname}", branches, check_names,
                   lambda msg: terr(msg, "branch"))
-    patches = _patches(t, tname, root, patch_owner, terr)
+    patches = _patches(t, tname, root, patch_owner, terr, name)
     config = _guest_files(t, root, terr)
     expect = _expects(t, root, terr)
     return Topic(
