@@ -260,6 +260,8 @@ def test_ci_command_prints_the_table(ci_clock, capsys, monkeypatch):
     monkeypatch.setattr(cmd_ci.common, "load_manifest", lambda args: w.m)
     monkeypatch.setattr(cmd_ci.common, "workdir_of", lambda args: w.wd)
     monkeypatch.setattr(cmd_ci.common, "options_from_args", lambda args: Options(accel="tcg"))
+    # The fake manifest has no base to compare branches with.
+    monkeypatch.setattr(cmd_ci.common, "warn_stale", lambda *a: None)
 
     class Args:
         gates_only = no_check = no_sanitizers = main_job = first_verdict = no_attribute = False
