@@ -67,6 +67,10 @@ def test_the_manifest_takes_the_names_from_the_table(tmp_path):
     (root / "qemu" / "variants.yaml").write_text("kcsan: {}\n")
     with pytest.raises(KtopicError, match="sanitizers"):
         M.load(root / "branches.yaml", workdir=tmp_path / "w")
+    # The schema names no variant of its own: without a table, none is known.
+    (root / "qemu" / "variants.yaml").unlink()
+    with pytest.raises(KtopicError, match="sanitizers"):
+        M.load(root / "branches.yaml", workdir=tmp_path / "w")
 
 
 def test_ubsan_reports_are_a_finding_of_their_own(tmp_path):

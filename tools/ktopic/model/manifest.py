@@ -521,12 +521,13 @@ def regex_problem(pattern: str, flags: int = 0) -> str | None:
     return None
 
 
-def _validate(data, name: str, schema: Path = SCHEMA, variant_names: tuple = ()) -> None:
+def _validate(data, name: str, schema: Path = SCHEMA, variant_names: tuple | None = None) -> None:
     """JSON Schema validation (of the manifest, or of another YAML file of
     the project's that yamlpos loaded, by its own schema).  A manifest that
     passed is remembered by content (plumbing.manifests), so it is not validated
     again (importing jsonschema alone costs more than a no-op generate).
-    variant_names: what a topic's sanitizers: may name (qemu/variants.yaml)."""
+    variant_names: what a topic's sanitizers: may name (qemu/variants.yaml;
+    None for a file that is not a manifest)."""
     import jsonschema
 
     def ecma_pattern(validator, pattern, instance, schema):
@@ -541,7 +542,7 @@ def _validate(data, name: str, schema: Path = SCHEMA, variant_names: tuple = ())
     cls = jsonschema.validators.extend(jsonschema.Draft202012Validator,
                                        {"pattern": ecma_pattern})
     doc = json.loads(schema.read_text())
-    if variant_names:
+    if variant_names is not None:
         doc["$defs"]["topic"]["properties"]["sanitizers"]["items"]["enum"] = list(variant_names)
     validator = cls(doc)
     errors = sorted(validator.iter_errors(data),
