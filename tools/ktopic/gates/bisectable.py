@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ktopic.gates.base import BuildGate, GateRun
+from ktopic.gates.base import BuildGate, GateRun, ResultBase
 from ktopic.kernel import build as buildmod
 from ktopic.kernel import seeds
 from ktopic.kernel.steplog import StepLog
@@ -62,7 +62,9 @@ class CommitBuild:
 
 
 @dataclass
-class BisectResult:
+class BisectResult(ResultBase):
+    label = "bisect"
+    nested = {"builds": CommitBuild, "first_bad": CommitBuild}
     ok: bool
     builds: list[CommitBuild] = field(default_factory=list)
     total: int = 0                   # commits in the topic
@@ -81,10 +83,9 @@ class BisectResult:
         return f"{len(self.builds)}/{self.total} commits build"
 
     def render(self) -> list[str]:
+        out = self.head()
         if self.error:
-            return [f"bisect: FAIL: {self.error}"]
-        out = [f"bisect: {'ok' if self.ok else 'FAIL'}: {self.summary()}"
-               + (" [cached]" if self.cached else "")]
+            return out
         for b in self.builds:
             out.append(f"  {'ok  ' if b.ok else 'FAIL'} {b.commit[:12]} {b.subject} "
                        f"({b.seconds:.0f}s)")
@@ -104,16 +105,6 @@ class BisectResult:
         return [R.Finding("bisect", f"first commit that does not build: {b.commit[:12]} "
                                     f"{b.subject}", 0, (b.details or [b.error])[:20])]
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "BisectResult":
-        d = dict(d)
-        d["builds"] = [CommitBuild(**b) for b in d.get("builds", [])]
-        if d.get("first_bad") is not None:
-            d["first_bad"] = CommitBuild(**d["first_bad"])
-        return cls(**d)
 
 
 def first_error(lines: list[str]) -> str:

@@ -28,11 +28,11 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ktopic import stampcache
-from ktopic.gates.base import Gate, GateRun
+from ktopic.gates.base import Gate, GateRun, ResultBase
 from ktopic.kernel import build as buildmod
 from ktopic.model import results as R
 from ktopic.plumbing.gitutil import Git
@@ -65,7 +65,9 @@ class Report:
 
 
 @dataclass
-class CocciResult:
+class CocciResult(ResultBase):
+    label = "coccicheck"
+    nested = {"new": Report}
     ok: bool
     new: list[Report] = field(default_factory=list)      # waived ones marked
     files: list[str] = field(default_factory=list)
@@ -92,10 +94,7 @@ class CocciResult:
         return s
 
     def render(self) -> list[str]:
-        if self.error:
-            return [f"coccicheck: FAIL: {self.error}"]
-        out = [f"coccicheck: {'ok' if self.ok else 'FAIL'}: {self.summary()}"
-               + (" [cached]" if self.cached else "")]
+        out = self.head()
         for r in self.new:
             head = f"waived {r.waiver()}: " if r.waived else "new "
             out.append(f"  {head}{r.where()}: {r.message} ({r.script})")
@@ -111,14 +110,6 @@ class CocciResult:
                            f"scripts/coccinelle/{r.script}; waiver type {r.waiver()}"])
                 for r in self.failing()]
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "CocciResult":
-        d = dict(d)
-        d["new"] = [Report(**x) for x in d.get("new", [])]
-        return cls(**d)
 
 
 def waiver_type(script: str) -> str:

@@ -31,10 +31,10 @@ import re
 import shutil
 import subprocess
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ktopic.gates.base import BuildGate, GateRun
+from ktopic.gates.base import BuildGate, GateRun, ResultBase
 from ktopic.gates import bisectable
 from ktopic.gates.bisectable import build_commit, seed_of
 from ktopic.kernel import build as buildmod
@@ -77,7 +77,9 @@ class Collected:
 
 
 @dataclass
-class WarningsResult:
+class WarningsResult(ResultBase):
+    label = "warnings"
+    nested = {"new": Diagnostic}
     ok: bool
     new: list[Diagnostic] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
@@ -97,10 +99,7 @@ class WarningsResult:
         return s
 
     def render(self) -> list[str]:
-        if self.error:
-            return [f"warnings: FAIL: {self.error}"]
-        out = [f"warnings: {'ok' if self.ok else 'FAIL'}: {self.summary()}"
-               + (" [cached]" if self.cached else "")]
+        out = self.head()
         for d in self.new:
             out.append(f"  new {d.tool} {d.kind}: {d.where()}: {d.message}")
             out += [f"      {ln}" for ln in d.lines]
@@ -115,14 +114,6 @@ class WarningsResult:
                           d.line, [f"{d.where()}: {d.kind}: {d.message}", *d.lines])
                 for d in self.new]
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "WarningsResult":
-        d = dict(d)
-        d["new"] = [Diagnostic(**x) for x in d.get("new", [])]
-        return cls(**d)
 
 
 def _tool(kind: str, msg: str, context: str) -> str:
