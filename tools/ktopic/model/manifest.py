@@ -566,16 +566,7 @@ def _patch_upstream(p, name: str) -> PatchUpstream | None:
     if u is None:
         return None
     return PatchUpstream(u["commit"], u["subject"], u["release"], _checks(u["checks"], name),
-                         _plain(u))
-
-
-def _plain(v):
-    """A loaded value as plain dicts and lists (no line numbers attached)."""
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    return v
+                         yamlpos.plain(u))
 
 
 def _checks(items, name: str) -> list[Check]:

@@ -6,7 +6,8 @@ any value can name file:line, and whether they are written in flow style
 (`{...}`, `[...]`), which an edit of the text must know.  Duplicate keys are an error (PyYAML would
 silently keep the last one, which is how a duplicated topic would vanish).
 
-Takes YAML text; gives the data and the line of every key and item.
+Takes YAML text; gives the data, the line of every key and item, and
+the same data as plain dicts and lists (plain()).
 """
 
 from __future__ import annotations
@@ -234,3 +235,13 @@ def line_of(root, path) -> int | None:
         else:
             break
     return line
+
+
+def plain(v):
+    """A loaded value as plain dicts and lists (no lines attached), which
+    yaml.dump can write and a dataclass can keep."""
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    return v
