@@ -172,7 +172,7 @@ class ScriptsTree:
             # which names checkpatch's CamelCase cache.
             arch = subprocess.Popen(["git", "archive", "--format=tar", f"{rev}^{{commit}}", "--",
                                      *present],
-                                    stdout=subprocess.PIPE, env=git._env(None))
+                                    stdout=subprocess.PIPE, env=git.process_env())
             x = subprocess.run(["tar", "-x", "-C", str(tmp)], stdin=arch.stdout,
                                capture_output=True)
             arch.stdout.close()

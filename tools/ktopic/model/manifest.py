@@ -427,7 +427,7 @@ def read(path: Path | str, root: Path | None = None) -> Source:
         raise KtopicError("the manifest must be a mapping of keys (version, series, base, topics, integration)",
                           name, getattr(data, "line", 1))
     _no_surrogate(data, name)           # first: no message below could print one
-    _no_nul(data, name)
+    no_nul(data, name)
     return Source(path, root, name, raw, data, tuple(variants.load(root / "qemu")))
 
 
@@ -435,7 +435,7 @@ def build(src: Source, validated: bool = False, workdir: Path | str | None = Non
     """The Manifest of src; every check runs unless validated says that
     these very bytes passed them before."""
     if not validated:
-        _validate(src.data, src.name, variant_names=src.variant_names)
+        validate(src.data, src.name, variant_names=src.variant_names)
     m = _build(src.data, src.path, src.root, src.name, check_names=not validated)
     m.workdir = workdir
     return m
@@ -449,7 +449,7 @@ def load(path: Path | str, root: Path | None = None,
     return build(read(path, root), workdir=workdir)
 
 
-def _no_nul(data, name: str) -> None:
+def no_nul(data, name: str) -> None:
     """A NUL (YAML's "\\0") in any key or value is refused with its line:
     no path, branch or name can hold one, and the OS calls that take a
     path would raise on it."""
@@ -521,7 +521,7 @@ def regex_problem(pattern: str, flags: int = 0) -> str | None:
     return None
 
 
-def _validate(data, name: str, schema: Path = SCHEMA, variant_names: tuple | None = None) -> None:
+def validate(data, name: str, schema: Path = SCHEMA, variant_names: tuple | None = None) -> None:
     """JSON Schema validation (of the manifest, or of another YAML file of
     the project's that yamlpos loaded, by its own schema).  A manifest that
     passed is remembered by content (plumbing.manifests), so it is not validated
