@@ -1,18 +1,7 @@
-"""`ktopic check --bisect`: every commit of a topic builds.
-
-The topic's own commits (its branch, without the base and without its
-dependencies' branches) are built one after another, oldest first, with
-build.build() in the branch's own build directory (the one `ktopic ci`
-uses, seeded from the base's build): each build is incremental, through
-ccache, in the topic's test configuration (qemu/configs/base.config, the
-dependencies' fragments, the topic's own; as ci.targets_from_manifest
-says).  The first commit that does not build is named with its compiler
-error, and the walk stops there.  When that is the topic's first commit,
-its start (the base plus the dependencies) is built too, so that a broken
-start is not blamed on the topic.
-
-The walk leaves the build directory at the branch's head, so a later
-`ktopic ci` of the branch has nothing left to compile.
+"""`ktopic check --bisect`: every commit of a topic builds, oldest first,
+incrementally in the branch's own build directory, which the walk leaves
+at the head; docs/gates.md, "--bisect".  plan() is the topic's Plan that
+every topic gate works on.
 
 Takes a topic's commits (a Plan) and the work directory; gives a
 CommitBuild per commit.

@@ -1,21 +1,8 @@
 """`ktopic check --coccicheck`: a topic adds no report of the kernel's own
-semantic patches (scripts/coccinelle/, as `make coccicheck MODE=report`).
-
-The .c files the topic adds or changes (start..head) are written out as
-they are at the start and at the head, and every script of the start's
-scripts/coccinelle/ that has a report mode runs once on both copies with
-spatch (-D report, the script's own `// Options:`).  A report counts by
-its file, script and message with line numbers taken out; one the head
-shows more often than the start is new and fails the gate, unless a patch
-of the topic that touches the file waives it in the manifest:
-
-    waivers:
-      - type: COCCI_<SCRIPT>      # the script's file name, in capitals
-        reason: why the report is wrong here
-
-Cached by content (gatecache.py): the blobs of the touched files at start
-and head, the scripts' tree, spatch's version and the topic's waivers.
-Builds nothing, so it takes no lock.  docs/gates.md.
+semantic patches (scripts/coccinelle/, as `make coccicheck MODE=report`),
+on the .c files it changes, start against head; a report is waived in the
+manifest as COCCI_<SCRIPT>.  Builds nothing, so it takes no lock;
+docs/gates.md, "--coccicheck".
 
 Takes a topic's Plan, the work directory and the manifest; gives the
 reports its head adds over its start.

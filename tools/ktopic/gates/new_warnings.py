@@ -1,23 +1,7 @@
-"""ktopic check --warnings: a topic adds no compiler (W=1) or sparse warning.
-
-The .c files the topic adds or changes (build.changed_c_files between the
-topic's start and its head) are compiled as single objects in the topic's
-configured build directory, with W=1 and sparse (C=1):
-
-    make -C <worktree> O=<build dir> -k W=1 C=1 path/file.o ...
-
-once with the worktree at the topic's start (base + dependencies; the files
-that exist there), once at its head.  Each object (with its .cmd) is moved
-aside first, so gcc and sparse really run, and put back after, so the
-directory is left as its last normal build made it (objects_kept()).  A diagnostic counts by its file, kind and message
-with line and column numbers taken out; a (file, kind, message) the head
-shows more often than the start is new, and fails the gate, quoted with
-file:line and the compiler's own lines.  What the start already shows is not
-the topic's.  An object the configuration does not build is named, not
-failed (build.py fails changed code that was never compiled).
-
-The next normal build of the directory compiles and links nothing again
-for them.
+"""`ktopic check --warnings`: a topic adds no compiler (W=1) or sparse
+warning.  The .c files it adds or changes are compiled as single objects
+at its start and at its head, in its build directory, which is left as its
+last normal build made it (objects_kept()); docs/gates.md, "--warnings".
 
 Takes a topic's Plan and the work directory; gives the warnings its head
 adds over its start.
