@@ -78,4 +78,4 @@ def test_ubsan_reports_are_a_finding_of_their_own(tmp_path):
     log.write_text("[    1.0] ================================================================"
                    "================\n[    1.0] UBSAN: shift-out-of-bounds in kernel/locking/"
                    "six.c:120:9\n[    1.0] shift exponent 40 is too large for 32-bit type 'int'\n")
-    assert [f.kind for f in console_scan.scan(log)] == ["ubsan"]
+    assert [f.kind for f in console_scan.scan_text(console_scan.read(log))] == ["ubsan"]

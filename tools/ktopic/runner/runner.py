@@ -449,7 +449,7 @@ class Runner:
             repro["accel"] = why
             repro["timeouts"] = f"overall {req.timeout:.0f}s, silence {req.silence:.0f}s " \
                                 f"(machine speed factor {self.host.factor():.2f})"
-        text = b.console.read_bytes().decode("utf-8", errors="replace")
+        text = console_scan.read(b.console)
         lines = console_scan.clean_lines(text)
         findings = console_scan.scan_text(text, self.allow, expect_cpus=smp)
         if b.status in ("silence", "timeout"):
