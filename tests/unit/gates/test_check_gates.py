@@ -572,3 +572,11 @@ def test_every_gate_result_round_trips_and_heads_its_lines():
         failed = gate().failed("no branch topic/x")
         assert failed.render() == [f"{failed.label}: FAIL: no branch topic/x"], name
         assert type(failed).from_dict(failed.to_dict()) == failed, name
+
+
+def test_beyond_counts_what_the_head_shows_more_often():
+    from ktopic.gates.base import beyond
+    start = [("a", 1), ("a", 9), ("b", 2)]
+    head = [("a", 3), ("b", 4), ("a", 5), ("a", 7), ("c", 1)]
+    assert beyond(start, head, lambda x: x[0]) == [("a", 7), ("c", 1)]
+    assert beyond(head, start, lambda x: x[0]) == []

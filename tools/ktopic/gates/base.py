@@ -2,13 +2,15 @@
 topic's Plan (bisectable.plan), what its verdict depends on (the cache
 key), and a result with a summary, findings and a dict form.
 
-Takes nothing; gives the Gate base class, the ResultBase of its results
-and the GateRun a gate works in.
+Takes nothing; gives the Gate base class, the ResultBase of its results,
+the GateRun a gate works in, and beyond(): what a topic's head shows more
+often than its start.
 The gates themselves are named in gates/registry.py; docs/gates.md.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import ClassVar, Protocol
 
@@ -54,6 +56,21 @@ class ResultBase:
             elif v is not None:
                 d[name] = item(**v)
         return cls(**d)
+
+
+def beyond(start: list, head: list, signature) -> list:
+    """What head shows more often than start, by signature (a callable):
+    of each signature the first ones are those start had already, so code
+    that only moved brings nothing new."""
+    left = Counter(signature(x) for x in start)
+    new = []
+    for x in head:
+        sig = signature(x)
+        if left[sig] > 0:
+            left[sig] -= 1
+        else:
+            new.append(x)
+    return new
 
 
 @dataclass

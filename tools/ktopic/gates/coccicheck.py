@@ -14,12 +14,11 @@ import re
 import subprocess
 import tempfile
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ktopic import stampcache
-from ktopic.gates.base import Gate, GateRun, ResultBase
+from ktopic.gates.base import Gate, GateRun, ResultBase, beyond
 from ktopic.kernel import build as buildmod
 from ktopic.model import results as R
 from ktopic.plumbing.gitutil import Git
@@ -47,7 +46,7 @@ class Report:
     def waiver(self) -> str:
         return waiver_type(self.script)
 
-    def sig(self) -> tuple[str, str, str]:
+    def signature(self) -> tuple[str, str, str]:
         return self.file, self.script, _NUMBERS.sub(r"\1 N", self.message)
 
 
@@ -197,18 +196,6 @@ def _spatch(script: Path, tree: Path, rel: str) -> tuple[list[tuple[str, Report]
     return out, ""
 
 
-def compare(start: list[Report], head: list[Report]) -> list[Report]:
-    """The head's reports beyond what the start shows of the same signature."""
-    left = Counter(r.sig() for r in start)
-    new = []
-    for r in head:
-        if left[r.sig()] > 0:
-            left[r.sig()] -= 1
-        else:
-            new.append(r)
-    return new
-
-
 def apply_waivers(new: list[Report], waivers: list[tuple[Path, str, str]]) -> None:
     """A report is waived by its type on a patch that touches its file."""
     touches: dict[Path, list[str]] = {}
@@ -247,7 +234,7 @@ def check(plan, wd, m=None, steps=None) -> CocciResult:
             for side, rep in got:
                 reports[side].append(rep)
     res.base_count, res.head_count = len(reports["start"]), len(reports["head"])
-    res.new = compare(reports["start"], reports["head"])
+    res.new = beyond(reports["start"], reports["head"], Report.signature)
     apply_waivers(res.new, topic_waivers(m, plan.topic))
     res.ok = not res.failing()
     res.seconds = time.monotonic() - t0

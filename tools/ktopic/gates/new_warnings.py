@@ -14,11 +14,10 @@ import os
 import re
 import shutil
 import subprocess
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ktopic.gates.base import BuildGate, GateRun, ResultBase
+from ktopic.gates.base import BuildGate, GateRun, ResultBase, beyond
 from ktopic.gates import bisectable
 from ktopic.gates.bisectable import build_commit, seed_of
 from ktopic.kernel import build as buildmod
@@ -260,14 +259,7 @@ def compare(before: Collected | None, after: Collected) -> WarningsResult:
     message without line numbers)."""
     old = distinct(before.diagnostics) if before else []
     now = distinct(after.diagnostics)
-    base = Counter(d.signature() for d in old)
-    seen: Counter = Counter()
-    new = []
-    for d in now:
-        sig = d.signature()
-        seen[sig] += 1
-        if seen[sig] > base[sig]:
-            new.append(d)
+    new = beyond(old, now, Diagnostic.signature)
     return WarningsResult(ok=not new, new=new, files=after.files, not_built=after.not_built,
                           base_count=len(old), head_count=len(now))
 
