@@ -66,3 +66,5 @@ def test_figures_come_from_the_commit(tmp_path):
     assert figs["packages"]["model"]["code"] == 5
     assert figs["long_model"] == [(4, "model/m.py:C.f")]
     assert hf.touched(["HEAD"], str(tmp_path)) == ["tools/ktopic/model/m.py"]
+    assert hf.touched(["HEAD"], str(tmp_path), word="TWO MORE") == ["tools/ktopic/model/m.py"]
+    assert hf.touched(["HEAD"], str(tmp_path), word="nowhere") == []

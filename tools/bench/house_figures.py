@@ -6,7 +6,8 @@ with --files, how many files (tests aside) the commits named touched.
 Reads the files out of git (no checkout needed):
 
     house_figures.py 3041e73 HEAD
-    house_figures.py --files 30812f9 ee64234 HEAD
+    house_figures.py --files 30812f9 ee64234
+    house_figures.py --files --word ubsan 56bc1a7
 
 A line counts once: a docstring line (the whole string literal of a
 module's, class's or function's first statement), else a comment line (a
@@ -123,12 +124,17 @@ def figures(rev: str, limit: int, model_limit: int, repo: str = ".") -> dict:
             "long_model": sorted(long_model, reverse=True)}
 
 
-def touched(commits: list[str], repo: str = ".") -> list[str]:
-    """The files the commits changed, tests aside, in order."""
+def touched(commits: list[str], repo: str = ".", word: str = "") -> list[str]:
+    """The files the commits changed, tests aside, in order; with word,
+    only those whose change adds or removes a line that holds it (any case)."""
     out: dict[str, None] = {}
     for c in commits:
         for p in git("show", "--format=", "--name-only", c, repo=repo).splitlines():
-            if p and not p.startswith("tests/"):
+            if not p or p.startswith("tests/"):
+                continue
+            diff = git("show", "--format=", "--no-renames", c, "--", p, repo=repo)
+            if not word or any(ln[:1] in "+-" and not ln.startswith(("+++", "---"))
+                               and word.lower() in ln.lower() for ln in diff.splitlines()):
                 out[p] = None
     return list(out)
 
@@ -158,12 +164,14 @@ def main() -> int:
     p.add_argument("revs", nargs="+", metavar="REV")
     p.add_argument("--files", action="store_true",
                    help="count the files the REVs (commits) touched, tests aside")
+    p.add_argument("--word", default="",
+                   help="with --files: only the files whose change has a line with WORD")
     p.add_argument("--limit", type=int, default=80, help="function length (default: 80)")
     p.add_argument("--model-limit", type=int, default=60,
                    help="function length in model/ (default: 60)")
     args = p.parse_args()
     if args.files:
-        files = touched(args.revs)
+        files = touched(args.revs, word=args.word)
         print(f"{len(files)} file(s): " + ", ".join(files))
     else:
         print_figures(args.revs, args.limit, args.model_limit)
