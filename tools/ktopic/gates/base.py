@@ -3,9 +3,9 @@ topic's Plan (bisectable.plan), what its verdict depends on (the cache
 key), and a result with a summary, findings and a dict form.
 
 Takes nothing; gives the Gate base class, the ResultBase of its results,
-the GateRun a gate works in, and beyond(): what a topic's head shows more
-often than its start.
-The gates themselves are named in gates/registry.py; docs/gates.md.
+the GateRun a gate works in, Located (a finding at file:line), and
+beyond(): what a topic's head shows more often than its start.  The
+gates themselves are named in gates/registry.py; docs/gates.md.
 """
 
 from __future__ import annotations
@@ -56,6 +56,16 @@ class ResultBase:
             elif v is not None:
                 d[name] = item(**v)
         return cls(**d)
+
+
+@dataclass
+class Located:
+    """A finding of a gate at a place in a file (Report, Diagnostic)."""
+    file: str
+    line: int
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
 
 
 def beyond(start: list, head: list, signature) -> list:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ktopic import stampcache
-from ktopic.gates.base import Gate, GateRun, ResultBase, beyond
+from ktopic.gates.base import Gate, GateRun, Located, ResultBase, beyond
 from ktopic.kernel import build as buildmod
 from ktopic.model import results as R
 from ktopic.plumbing.gitutil import Git
@@ -33,15 +33,10 @@ _NUMBERS = re.compile(r"\b(lines?) \d+(,\d+)*")
 
 
 @dataclass
-class Report:
-    file: str
-    line: int
+class Report(Located):
     script: str                      # its path under scripts/coccinelle/
     message: str
     waived: str = ""                 # the waiver's reason
-
-    def where(self) -> str:
-        return f"{self.file}:{self.line}"
 
     def waiver(self) -> str:
         return waiver_type(self.script)

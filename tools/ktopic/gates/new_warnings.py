@@ -17,7 +17,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ktopic.gates.base import BuildGate, GateRun, ResultBase, beyond
+from ktopic.gates.base import BuildGate, GateRun, Located, ResultBase, beyond
 from ktopic.gates import bisectable
 from ktopic.gates.bisectable import build_commit, seed_of
 from ktopic.kernel import build as buildmod
@@ -32,9 +32,7 @@ _GCC_OPTION = re.compile(r"\[-W[^\]]+\]$")
 
 
 @dataclass
-class Diagnostic:
-    file: str
-    line: int
+class Diagnostic(Located):
     kind: str                        # warning | error
     message: str
     tool: str                        # gcc | sparse
@@ -44,9 +42,6 @@ class Diagnostic:
         msg = re.sub(r"(:\d+)+\b", "", self.message)
         msg = re.sub(r"\s+", " ", msg).strip()
         return (self.file, self.kind, msg)
-
-    def where(self) -> str:
-        return f"{self.file}:{self.line}"
 
 
 @dataclass
