@@ -1,5 +1,5 @@
 """What the pipeline tests share: the pinned gitlab-ci-local that ci/deps
-installs (unit/report/test_gitlab_ci_local.py, e2e/test_pipeline_job.py), a git
+installs (unit/runner/test_gitlab_ci_local.py, e2e/test_pipeline_job.py), a git
 repository for it to run in, and its job list read back.
 
 A missing binary is a missing part (tests/conftest.py): skipped, saying

@@ -131,15 +131,15 @@ def test_a_manifest_changed_while_it_is_loaded_is_not_stamped_valid(project, mon
     loaded again, not taken as known."""
     good = project.manifest.read_text()
     bad = good.replace("    branch: topic/names\n", "    branch: topic/bad..name\n")
-    real = manifest._no_nul
+    real = manifest.no_nul
 
     def rewritten(data, name):          # runs after the read, before the stamp
         real(data, name)
         project.manifest.write_text(bad)
-    monkeypatch.setattr(manifest, "_no_nul", rewritten)
+    monkeypatch.setattr(manifest, "no_nul", rewritten)
     manifests.load(project.manifest, workdir=project.workdir)
     assert list((project.workdir / "validated").iterdir())
-    monkeypatch.setattr(manifest, "_no_nul", real)
+    monkeypatch.setattr(manifest, "no_nul", real)
     with pytest.raises(KtopicError, match="invalid branch name 'topic/bad..name'"):
         manifests.load(project.manifest, workdir=project.workdir)
 

@@ -555,3 +555,28 @@ def test_the_warnings_pass_at_a_new_directory_configures_its_seed(tmp_path, monk
     shutil.rmtree(out)
     new_warnings.collect(plan, wd, at="start")
     assert built == [plan.start]
+
+
+def test_every_gate_result_round_trips_and_heads_its_lines():
+    """The results share their first line and dict form (gates/base.py):
+    nested dataclasses, a single one and None come back as they were."""
+    from ktopic.gates import registry
+    bad = bisectable.CommitBuild(commit="c" * 40, subject="two", ok=False, seconds=3.0,
+                         error="make failed", details=["a.c:1: error: x"])
+    good = bisectable.CommitBuild(commit="b" * 40, subject="one", ok=True, seconds=2.0)
+    r = bisectable.BisectResult(ok=False, builds=[good, bad], total=2, first_bad=bad, start_ok=True)
+    back = bisectable.BisectResult.from_dict(r.to_dict())
+    assert back == r and back.first_bad == bad and back.builds[0] == good
+    assert bisectable.BisectResult.from_dict(bisectable.BisectResult(ok=True).to_dict()).first_bad is None
+    for name, gate in registry.GATES.items():
+        failed = gate().failed("no branch topic/x")
+        assert failed.render() == [f"{failed.label}: FAIL: no branch topic/x"], name
+        assert type(failed).from_dict(failed.to_dict()) == failed, name
+
+
+def test_beyond_counts_what_the_head_shows_more_often():
+    from ktopic.gates.base import beyond
+    start = [("a", 1), ("a", 9), ("b", 2)]
+    head = [("a", 3), ("b", 4), ("a", 5), ("a", 7), ("c", 1)]
+    assert beyond(start, head, lambda x: x[0]) == [("a", 7), ("c", 1)]
+    assert beyond(head, start, lambda x: x[0]) == []

@@ -37,7 +37,7 @@ EXPECTED = {
 
 
 def scan(name: str) -> list[Finding]:
-    return console_scan.scan(DATA / name, ALLOW, expect_cpus=2)
+    return console_scan.scan_text(console_scan.read(DATA / name), ALLOW, expect_cpus=2)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -136,7 +136,7 @@ def test_allowlist_drops_matching_findings(tmp_path):
     allow = tmp_path / "allow.yaml"
     allow.write_text("- pattern: 'ktopic_demo_oob'\n  kind: kasan\n  reason: demo\n")
     entries = console_scan.load_allowlist(allow)
-    fs = console_scan.scan(DATA / "synth-kasan-ubsan.log", entries)
+    fs = console_scan.scan_text(console_scan.read(DATA / "synth-kasan-ubsan.log"), entries)
     assert [f.kind for f in fs] == ["ubsan"]
 
 

@@ -155,7 +155,7 @@ def test_waiver_needs_a_reason_past_the_schema(generated, ktopic, monkeypatch, w
     """The rule holds in the code too: with the schema not checked (as when its
     required/minLength is weakened), one line naming the waiver, not a KeyError."""
     from ktopic.model import manifest
-    monkeypatch.setattr(manifest, "_validate", lambda data, name, **kw: None)
+    monkeypatch.setattr(manifest, "validate", lambda data, name, **kw: None)
     before = generated.refs()
     text = generated.manifest.read_text().replace(
         "      - 0001-lib-names-rename.patch\n",

@@ -67,6 +67,10 @@ def test_the_manifest_takes_the_names_from_the_table(tmp_path):
     (root / "qemu" / "variants.yaml").write_text("kcsan: {}\n")
     with pytest.raises(KtopicError, match="sanitizers"):
         M.load(root / "branches.yaml", workdir=tmp_path / "w")
+    # The schema names no variant of its own: without a table, none is known.
+    (root / "qemu" / "variants.yaml").unlink()
+    with pytest.raises(KtopicError, match="sanitizers"):
+        M.load(root / "branches.yaml", workdir=tmp_path / "w")
 
 
 def test_ubsan_reports_are_a_finding_of_their_own(tmp_path):
@@ -74,4 +78,4 @@ def test_ubsan_reports_are_a_finding_of_their_own(tmp_path):
     log.write_text("[    1.0] ================================================================"
                    "================\n[    1.0] UBSAN: shift-out-of-bounds in kernel/locking/"
                    "six.c:120:9\n[    1.0] shift exponent 40 is too large for 32-bit type 'int'\n")
-    assert [f.kind for f in console_scan.scan(log)] == ["ubsan"]
+    assert [f.kind for f in console_scan.scan_text(console_scan.read(log))] == ["ubsan"]

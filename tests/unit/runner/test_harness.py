@@ -117,6 +117,10 @@ def test_bad_harness_keys_name_their_line(tmp_path, extra, line, message):
 from test_ci import manifest as fake_manifest, topic  # noqa: E402  (the same fakes)
 
 
+def scan(console: Path, allow=None, expect_cpus=None) -> list[R.Finding]:
+    return console_scan.scan_text(console_scan.read(console), allow, expect_cpus)
+
+
 def test_integration_takes_the_largest_smp(tmp_path):
     m = fake_manifest(tmp_path, [topic("a", smp=4), topic("b"), topic("c", smp=3)])
     ts = {t.branch: t for t in T.targets_from_manifest(m, tmp_path)}
@@ -211,7 +215,7 @@ def test_kcsan_config_asks_for_no_kasan():
 # ------------------------------------------------------------------ KCSAN scan
 
 def test_kcsan_report_is_its_own_kind_with_the_quote():
-    fs = console_scan.scan(DATA / "synth-kcsan.log", [], expect_cpus=4)
+    fs = scan(DATA / "synth-kcsan.log", [], expect_cpus=4)
     assert [f.kind for f in fs] == ["kcsan", "kcsan"]
     f = fs[0]
     assert f.message == "BUG: KCSAN: data-race in six_lock_ip_read / six_unlock_ip_write"
@@ -225,7 +229,7 @@ def test_kcsan_allowlist_by_kind(tmp_path):
     p = tmp_path / "allow.yaml"
     p.write_text("- pattern: 'data-race in tick_nohz_next_event / tick_nohz_stop_tick'\n"
                  "  kind: kcsan\n  reason: a 6.1 race the base shows\n")
-    fs = console_scan.scan(DATA / "synth-kcsan.log", console_scan.load_allowlist(p))
+    fs = scan(DATA / "synth-kcsan.log", console_scan.load_allowlist(p))
     assert [f.message for f in fs] == [
         "BUG: KCSAN: data-race in six_lock_ip_read / six_unlock_ip_write"]
 
@@ -238,7 +242,7 @@ def test_the_repository_allowlist_names_kcsan_races_with_reasons():
 
 # ------------------------------------------------------------------ expect
 
-LOCKDEP = console_scan.scan(DATA / "real-lockdep.log")
+LOCKDEP = scan(DATA / "real-lockdep.log")
 EXP = SimpleNamespace(name="circ", module="mod", args="case=1", report="lockdep",
                       match="circular locking")
 
@@ -249,7 +253,7 @@ def test_expected_report_seen_does_not_fail():
 
 
 def test_missing_expected_report_fails_and_says_what_was_there():
-    warn = console_scan.scan(DATA / "real-warn.log")
+    warn = scan(DATA / "real-warn.log")
     v = X.judge(EXP, warn)
     assert not v.seen and v.other == warn
     assert "expected a lockdep report matching /circular locking/ from mod case=1" in v.message
@@ -267,13 +271,13 @@ def test_expected_kind_must_match_and_the_regex_too():
 
 
 def test_other_reports_in_an_expect_boot_still_fail():
-    many = console_scan.scan(DATA / "real-many.log")
+    many = scan(DATA / "real-many.log")
     v = X.judge(dataclass_like(EXP, report="refcount", match="refcount_t"), many)
     assert v.seen and len(v.other) == len(many) - 1
 
 
 def test_expected_panic_is_not_incomplete():
-    pan = console_scan.scan(DATA / "real-panic.log") + [R.Finding("incomplete", "exited")]
+    pan = scan(DATA / "real-panic.log") + [R.Finding("incomplete", "exited")]
     v = X.judge(dataclass_like(EXP, report="panic", match="not syncing"), pan)
     assert v.seen and v.other == []
 

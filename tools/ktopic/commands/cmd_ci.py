@@ -95,7 +95,7 @@ def run(args) -> int:
     common.warn_stale(m, args, args.branches)
     out_dir = Path(args.out or Path(m.root) / "out")
     opts = common.options_from_args(args)
-    # The manifest's `sanitizers:` variants run too (not in a whole-run --kasan/--kcsan).
+    # The manifest's `sanitizers:` variants run too (not in a whole-run --variant).
     opts.sanitizers = not args.no_sanitizers
     opts.gates = tuple(g for g in registry.GATES if chosen[g])
     opts.mutate = chosen["mutate"]

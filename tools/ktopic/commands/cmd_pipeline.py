@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ktopic.errors import Failure
 from ktopic.plumbing import manifests
-from ktopic.report.gitlab import DEFAULT_IMAGE, DEFAULT_OUTPUT, MUTANTS_DIR, render
-from ktopic.report.report import write_atomic
+from ktopic.runner.pipeline import DEFAULT_IMAGE, DEFAULT_OUTPUT, MUTANTS_DIR, render
+from ktopic.fileio import write_atomic
 
 
 def register(subparsers) -> None:

@@ -41,7 +41,7 @@ def run(args) -> int:
               f"nothing to compare")
         return 0
     colour = "--color" if sys.stdout.isatty() else "--no-color"
-    p = subprocess.run(["git", "range-diff", colour, old, new], env=git._env(None),
+    p = subprocess.run(["git", "range-diff", colour, old, new], env=git.process_env(),
                        stdout=sys.stdout if sys.stdout.isatty() else subprocess.PIPE, text=True)
     if p.stdout:
         sys.stdout.write(p.stdout)

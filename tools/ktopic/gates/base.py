@@ -2,14 +2,17 @@
 topic's Plan (bisectable.plan), what its verdict depends on (the cache
 key), and a result with a summary, findings and a dict form.
 
-Takes nothing; gives the Gate base class and the GateRun a gate works in.
-The gates themselves are named in gates/registry.py; docs/gates.md.
+Takes nothing; gives the Gate base class, the ResultBase of its results,
+the GateRun a gate works in, Located (a finding at file:line), and
+beyond(): what a topic's head shows more often than its start.  The
+gates themselves are named in gates/registry.py; docs/gates.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import ClassVar, Protocol
 
 from ktopic.kernel import kconfig
 
@@ -24,6 +27,60 @@ class GateResult(Protocol):
     def render(self) -> list[str]: ...
     def findings(self) -> list: ...        # [results.Finding]
     def to_dict(self) -> dict: ...
+
+
+class ResultBase:
+    """What the gates' result dataclasses share: the first line of their
+    rendering and the dict form.  label: the gate's name in those lines;
+    nested: field -> the dataclass of its items (a list of them, or one
+    or None)."""
+    label: ClassVar[str] = ""
+    nested: ClassVar[dict[str, type]] = {}
+
+    def head(self) -> list[str]:
+        if self.error:
+            return [f"{self.label}: FAIL: {self.error}"]
+        return [f"{self.label}: {'ok' if self.ok else 'FAIL'}: {self.summary()}"
+                + (" [cached]" if self.cached else "")]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        d = dict(d)
+        for name, item in cls.nested.items():
+            v = d.get(name)
+            if isinstance(v, list):
+                d[name] = [item(**x) for x in v]
+            elif v is not None:
+                d[name] = item(**v)
+        return cls(**d)
+
+
+@dataclass
+class Located:
+    """A finding of a gate at a place in a file (Report, Diagnostic)."""
+    file: str
+    line: int
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def beyond(start: list, head: list, signature) -> list:
+    """What head shows more often than start, by signature (a callable):
+    of each signature the first ones are those start had already, so code
+    that only moved brings nothing new."""
+    left = Counter(signature(x) for x in start)
+    new = []
+    for x in head:
+        sig = signature(x)
+        if left[sig] > 0:
+            left[sig] -= 1
+        else:
+            new.append(x)
+    return new
 
 
 @dataclass

@@ -1,18 +1,7 @@
-"""`ktopic check --bisect`: every commit of a topic builds.
-
-The topic's own commits (its branch, without the base and without its
-dependencies' branches) are built one after another, oldest first, with
-build.build() in the branch's own build directory (the one `ktopic ci`
-uses, seeded from the base's build): each build is incremental, through
-ccache, in the topic's test configuration (qemu/configs/base.config, the
-dependencies' fragments, the topic's own; as ci.targets_from_manifest
-says).  The first commit that does not build is named with its compiler
-error, and the walk stops there.  When that is the topic's first commit,
-its start (the base plus the dependencies) is built too, so that a broken
-start is not blamed on the topic.
-
-The walk leaves the build directory at the branch's head, so a later
-`ktopic ci` of the branch has nothing left to compile.
+"""`ktopic check --bisect`: every commit of a topic builds, oldest first,
+incrementally in the branch's own build directory, which the walk leaves
+at the head; docs/gates.md, "--bisect".  plan() is the topic's Plan that
+every topic gate works on.
 
 Takes a topic's commits (a Plan) and the work directory; gives a
 CommitBuild per commit.
@@ -22,10 +11,10 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ktopic.gates.base import BuildGate, GateRun
+from ktopic.gates.base import BuildGate, GateRun, ResultBase
 from ktopic.kernel import build as buildmod
 from ktopic.kernel import seeds
 from ktopic.kernel.steplog import StepLog
@@ -62,7 +51,9 @@ class CommitBuild:
 
 
 @dataclass
-class BisectResult:
+class BisectResult(ResultBase):
+    label = "bisect"
+    nested = {"builds": CommitBuild, "first_bad": CommitBuild}
     ok: bool
     builds: list[CommitBuild] = field(default_factory=list)
     total: int = 0                   # commits in the topic
@@ -81,10 +72,9 @@ class BisectResult:
         return f"{len(self.builds)}/{self.total} commits build"
 
     def render(self) -> list[str]:
+        out = self.head()
         if self.error:
-            return [f"bisect: FAIL: {self.error}"]
-        out = [f"bisect: {'ok' if self.ok else 'FAIL'}: {self.summary()}"
-               + (" [cached]" if self.cached else "")]
+            return out
         for b in self.builds:
             out.append(f"  {'ok  ' if b.ok else 'FAIL'} {b.commit[:12]} {b.subject} "
                        f"({b.seconds:.0f}s)")
@@ -104,16 +94,6 @@ class BisectResult:
         return [R.Finding("bisect", f"first commit that does not build: {b.commit[:12]} "
                                     f"{b.subject}", 0, (b.details or [b.error])[:20])]
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "BisectResult":
-        d = dict(d)
-        d["builds"] = [CommitBuild(**b) for b in d.get("builds", [])]
-        if d.get("first_bad") is not None:
-            d["first_bad"] = CommitBuild(**d["first_bad"])
-        return cls(**d)
 
 
 def first_error(lines: list[str]) -> str:

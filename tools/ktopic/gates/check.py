@@ -1,22 +1,7 @@
-"""ktopic check: the gates a topic passes before it is sent.
-
-Per patch: the base tree's scripts/checkpatch.pl (checkpatch.py) and the
-series hygiene (hygiene.py); per topic: the get_maintainer.pl recipients;
-with --bisect every commit of the topic builds (bisectable.py); with
---warnings no new W=1 or sparse warning in the .c files the topic touches
-(new_warnings.py); every gate of gates/registry.py is an option of its
-own.  docs/gates.md describes the rules.
-
-Verdicts:
-
-- checkpatch ERROR: fails (no waiver);
-- checkpatch WARNING / CHECK: fails unless patches[].waivers in the
-  manifest names its type for that patch (with a reason);
-- --strict for every patch that adds a file (checkpatch cannot be strict
-  per file); patches that only change existing files get checkpatch's
-  defaults (which are strict by themselves under net/), unless --strict;
-- hygiene problems fail; SUBJECT_PREFIX and LEFTOVER take waivers too;
-  RECIPIENT problems are excused by topics.<t>.recipients-waived.
+"""ktopic check: the gates a topic passes before it is sent.  Per patch
+checkpatch (checkpatch.py) and the series hygiene (hygiene.py); per topic
+the recipients, and each gate of gates/registry.py asked for (--bisect,
+--warnings, --coccicheck).  docs/gates.md has the rules and the waivers.
 
 Takes the manifest, the work directory and branch names; gives a
 TopicVerdict per topic (and out/<branch>/check.log).

@@ -1,28 +1,10 @@
 """The base tree's own scripts/checkpatch.pl and get_maintainer.pl, run on
-patch files, with results remembered by content.
-
-The scripts are not run from a checkout (there is none): the files they
-read are extracted once from the base commit of the work repository into
-``<workdir>/cache/check/tree-<tree id>/``, a minimal tree:
-
-    scripts/checkpatch.pl, spelling.txt, const_structs.checkpatch,
-    scripts/get_maintainer.pl, MAINTAINERS, include/  (CamelCase seeding,
-    <asm/...> vs <linux/...>), and the top-level names both scripts test to
-    recognise a kernel tree (empty directories where the content is unused)
-
-There is no .git in it, so checkpatch does not look up commit ids in the
-work repository (whose base is one commit without history) and skips the
-SPDX check that needs git.  HOME points into the tree, so no user's
-~/.checkpatch.conf or ~/.get_maintainer.conf changes a verdict.
-
-A run is cached under (SHA-256 of the patch, the base tree id, the
-options, the codespell dictionary, this module's format version) in
-``<workdir>/cache/check/checkpatch/``; get_maintainer.pl answers likewise
-under ``maintainers/``.  The patch is fed on standard input, so its file
-name never changes the output.
+patch files in a minimal tree extracted from the base commit (no checkout,
+no .git, HOME inside it), their answers cached by content; docs/gates.md,
+"checkpatch".
 
 Takes the base tree and patch files; gives checkpatch's Messages and
-get_maintainer's recipients, cached by content.
+get_maintainer's recipients.
 """
 
 from __future__ import annotations
@@ -172,7 +154,7 @@ class ScriptsTree:
             # which names checkpatch's CamelCase cache.
             arch = subprocess.Popen(["git", "archive", "--format=tar", f"{rev}^{{commit}}", "--",
                                      *present],
-                                    stdout=subprocess.PIPE, env=git._env(None))
+                                    stdout=subprocess.PIPE, env=git.process_env())
             x = subprocess.run(["tar", "-x", "-C", str(tmp)], stdin=arch.stdout,
                                capture_output=True)
             arch.stdout.close()

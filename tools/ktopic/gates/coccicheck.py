@@ -1,21 +1,8 @@
 """`ktopic check --coccicheck`: a topic adds no report of the kernel's own
-semantic patches (scripts/coccinelle/, as `make coccicheck MODE=report`).
-
-The .c files the topic adds or changes (start..head) are written out as
-they are at the start and at the head, and every script of the start's
-scripts/coccinelle/ that has a report mode runs once on both copies with
-spatch (-D report, the script's own `// Options:`).  A report counts by
-its file, script and message with line numbers taken out; one the head
-shows more often than the start is new and fails the gate, unless a patch
-of the topic that touches the file waives it in the manifest:
-
-    waivers:
-      - type: COCCI_<SCRIPT>      # the script's file name, in capitals
-        reason: why the report is wrong here
-
-Cached by content (gatecache.py): the blobs of the touched files at start
-and head, the scripts' tree, spatch's version and the topic's waivers.
-Builds nothing, so it takes no lock.  docs/gates.md.
+semantic patches (scripts/coccinelle/, as `make coccicheck MODE=report`),
+on the .c files it changes, start against head; a report is waived in the
+manifest as COCCI_<SCRIPT>.  Builds nothing, so it takes no lock;
+docs/gates.md, "--coccicheck".
 
 Takes a topic's Plan, the work directory and the manifest; gives the
 reports its head adds over its start.
@@ -27,12 +14,11 @@ import re
 import subprocess
 import tempfile
 import time
-from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ktopic import stampcache
-from ktopic.gates.base import Gate, GateRun
+from ktopic.gates.base import Gate, GateRun, Located, ResultBase, beyond
 from ktopic.kernel import build as buildmod
 from ktopic.model import results as R
 from ktopic.plumbing.gitutil import Git
@@ -47,25 +33,22 @@ _NUMBERS = re.compile(r"\b(lines?) \d+(,\d+)*")
 
 
 @dataclass
-class Report:
-    file: str
-    line: int
+class Report(Located):
     script: str                      # its path under scripts/coccinelle/
     message: str
     waived: str = ""                 # the waiver's reason
 
-    def where(self) -> str:
-        return f"{self.file}:{self.line}"
-
     def waiver(self) -> str:
         return waiver_type(self.script)
 
-    def sig(self) -> tuple[str, str, str]:
+    def signature(self) -> tuple[str, str, str]:
         return self.file, self.script, _NUMBERS.sub(r"\1 N", self.message)
 
 
 @dataclass
-class CocciResult:
+class CocciResult(ResultBase):
+    label = "coccicheck"
+    nested = {"new": Report}
     ok: bool
     new: list[Report] = field(default_factory=list)      # waived ones marked
     files: list[str] = field(default_factory=list)
@@ -92,10 +75,7 @@ class CocciResult:
         return s
 
     def render(self) -> list[str]:
-        if self.error:
-            return [f"coccicheck: FAIL: {self.error}"]
-        out = [f"coccicheck: {'ok' if self.ok else 'FAIL'}: {self.summary()}"
-               + (" [cached]" if self.cached else "")]
+        out = self.head()
         for r in self.new:
             head = f"waived {r.waiver()}: " if r.waived else "new "
             out.append(f"  {head}{r.where()}: {r.message} ({r.script})")
@@ -111,14 +91,6 @@ class CocciResult:
                            f"scripts/coccinelle/{r.script}; waiver type {r.waiver()}"])
                 for r in self.failing()]
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "CocciResult":
-        d = dict(d)
-        d["new"] = [Report(**x) for x in d.get("new", [])]
-        return cls(**d)
 
 
 def waiver_type(script: str) -> str:
@@ -219,18 +191,6 @@ def _spatch(script: Path, tree: Path, rel: str) -> tuple[list[tuple[str, Report]
     return out, ""
 
 
-def compare(start: list[Report], head: list[Report]) -> list[Report]:
-    """The head's reports beyond what the start shows of the same signature."""
-    left = Counter(r.sig() for r in start)
-    new = []
-    for r in head:
-        if left[r.sig()] > 0:
-            left[r.sig()] -= 1
-        else:
-            new.append(r)
-    return new
-
-
 def apply_waivers(new: list[Report], waivers: list[tuple[Path, str, str]]) -> None:
     """A report is waived by its type on a patch that touches its file."""
     touches: dict[Path, list[str]] = {}
@@ -269,7 +229,7 @@ def check(plan, wd, m=None, steps=None) -> CocciResult:
             for side, rep in got:
                 reports[side].append(rep)
     res.base_count, res.head_count = len(reports["start"]), len(reports["head"])
-    res.new = compare(reports["start"], reports["head"])
+    res.new = beyond(reports["start"], reports["head"], Report.signature)
     apply_waivers(res.new, topic_waivers(m, plan.topic))
     res.ok = not res.failing()
     res.seconds = time.monotonic() - t0

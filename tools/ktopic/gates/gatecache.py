@@ -1,25 +1,8 @@
-"""The topic gates' verdicts (gates/registry.py) remembered by content.
-
-A verdict is stored under a key made of what it depends on:
-
-    the gate            its name in gates/registry.py
-    what it reads       the gate's key_parts(); for the build gates
-                        (base.BuildGate): the topic's start and head commit
-                        ids and its commits, kconfig.fragment_hash() of its
-                        fragments, gcc/ld/sparse --version (first lines)
-    the rules           the source of the modules that make the verdict
-                        (the gate's rule_files and gates/base.py)
-
-in ``<workdir>/cache/check/gates/<gate>-<key>.json``.  A topic whose head
-moved (or whose dependencies moved, which moves its start) has another key
-and is walked again; an unchanged one costs a few git commands.
-
-Only passing verdicts are stored: a failure may be the machine's (a full
-disk, a compiler killed under memory pressure), and a topic that fails is
-being worked on, so it is walked again on the next run.
-
-The toolchain's versions are remembered by the programs' (path, size,
-mtime) in ``gates/toolchain.json``, so a cached run starts no compiler.
+"""The topic gates' passing verdicts (gates/registry.py) remembered by
+content: under a key of the gate, what it reads (its key_parts()) and the
+source of the modules that make it, in
+<workdir>/cache/check/gates/<gate>-<key>.json; docs/gates.md, "The topic
+gates' cache".
 
 Takes a topic's Plan and the run's inputs; gives the verdict remembered for
 them, or a place to remember a new one.

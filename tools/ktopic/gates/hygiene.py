@@ -1,22 +1,7 @@
 """Series hygiene, per patch and per topic: what a maintainer checks in a
-series before checkpatch's style does.
-
-Per patch (problem types in capitals; the ones marked * may be waived in
-the manifest like a checkpatch type, with a reason):
-
-  SIGN_OFF_AUTHOR    no Signed-off-by: from the patch's author (From:)
-  SIGN_OFF_SENDER    the series is sent by someone else (series.from) and
-                     that person's Signed-off-by: is missing or not after
-                     the author's (the "committer" of a mailed patch)
-  SUBJECT_PREFIX *   the subject's prefix is not one the files touched use
-  LEFTOVER *         EDITME / TODO / FIXME / XXX / "*** ... HERE ***" left
-                     in the subject or message
-
-Per topic:
-
-  RECIPIENT          get_maintainer.pl (run on each patch, in the base tree)
-                     names an address that the topic's to/cc lack and that
-                     topics.<t>.recipients-waived does not excuse
+series before checkpatch's style does (sign-offs, subject prefixes,
+leftovers, recipients); the problem types and their waivers are in
+docs/gates.md, "Series hygiene" and "Recipients".
 
 Takes a parsed patch (and a topic's recipients); gives the Problems a
 maintainer would point out.

@@ -1,23 +1,7 @@
-"""ktopic check --warnings: a topic adds no compiler (W=1) or sparse warning.
-
-The .c files the topic adds or changes (build.changed_c_files between the
-topic's start and its head) are compiled as single objects in the topic's
-configured build directory, with W=1 and sparse (C=1):
-
-    make -C <worktree> O=<build dir> -k W=1 C=1 path/file.o ...
-
-once with the worktree at the topic's start (base + dependencies; the files
-that exist there), once at its head.  Each object (with its .cmd) is moved
-aside first, so gcc and sparse really run, and put back after, so the
-directory is left as its last normal build made it (objects_kept()).  A diagnostic counts by its file, kind and message
-with line and column numbers taken out; a (file, kind, message) the head
-shows more often than the start is new, and fails the gate, quoted with
-file:line and the compiler's own lines.  What the start already shows is not
-the topic's.  An object the configuration does not build is named, not
-failed (build.py fails changed code that was never compiled).
-
-The next normal build of the directory compiles and links nothing again
-for them.
+"""`ktopic check --warnings`: a topic adds no compiler (W=1) or sparse
+warning.  The .c files it adds or changes are compiled as single objects
+at its start and at its head, in its build directory, which is left as its
+last normal build made it (objects_kept()); docs/gates.md, "--warnings".
 
 Takes a topic's Plan and the work directory; gives the warnings its head
 adds over its start.
@@ -30,11 +14,10 @@ import os
 import re
 import shutil
 import subprocess
-from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ktopic.gates.base import BuildGate, GateRun
+from ktopic.gates.base import BuildGate, GateRun, Located, ResultBase, beyond
 from ktopic.gates import bisectable
 from ktopic.gates.bisectable import build_commit, seed_of
 from ktopic.kernel import build as buildmod
@@ -49,9 +32,7 @@ _GCC_OPTION = re.compile(r"\[-W[^\]]+\]$")
 
 
 @dataclass
-class Diagnostic:
-    file: str
-    line: int
+class Diagnostic(Located):
     kind: str                        # warning | error
     message: str
     tool: str                        # gcc | sparse
@@ -61,9 +42,6 @@ class Diagnostic:
         msg = re.sub(r"(:\d+)+\b", "", self.message)
         msg = re.sub(r"\s+", " ", msg).strip()
         return (self.file, self.kind, msg)
-
-    def where(self) -> str:
-        return f"{self.file}:{self.line}"
 
 
 @dataclass
@@ -77,7 +55,9 @@ class Collected:
 
 
 @dataclass
-class WarningsResult:
+class WarningsResult(ResultBase):
+    label = "warnings"
+    nested = {"new": Diagnostic}
     ok: bool
     new: list[Diagnostic] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
@@ -97,10 +77,7 @@ class WarningsResult:
         return s
 
     def render(self) -> list[str]:
-        if self.error:
-            return [f"warnings: FAIL: {self.error}"]
-        out = [f"warnings: {'ok' if self.ok else 'FAIL'}: {self.summary()}"
-               + (" [cached]" if self.cached else "")]
+        out = self.head()
         for d in self.new:
             out.append(f"  new {d.tool} {d.kind}: {d.where()}: {d.message}")
             out += [f"      {ln}" for ln in d.lines]
@@ -115,14 +92,6 @@ class WarningsResult:
                           d.line, [f"{d.where()}: {d.kind}: {d.message}", *d.lines])
                 for d in self.new]
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "WarningsResult":
-        d = dict(d)
-        d["new"] = [Diagnostic(**x) for x in d.get("new", [])]
-        return cls(**d)
 
 
 def _tool(kind: str, msg: str, context: str) -> str:
@@ -285,14 +254,7 @@ def compare(before: Collected | None, after: Collected) -> WarningsResult:
     message without line numbers)."""
     old = distinct(before.diagnostics) if before else []
     now = distinct(after.diagnostics)
-    base = Counter(d.signature() for d in old)
-    seen: Counter = Counter()
-    new = []
-    for d in now:
-        sig = d.signature()
-        seen[sig] += 1
-        if seen[sig] > base[sig]:
-            new.append(d)
+    new = beyond(old, now, Diagnostic.signature)
     return WarningsResult(ok=not new, new=new, files=after.files, not_built=after.not_built,
                           base_count=len(old), head_count=len(now))
 

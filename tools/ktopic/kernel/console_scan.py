@@ -214,10 +214,9 @@ def scan_text(text: str, allow: list[AllowEntry] | None = None,
     return findings
 
 
-def scan(console: Path, allow: list[AllowEntry] | None = None,
-         expect_cpus: int | None = None) -> list[Finding]:
-    return scan_text(console.read_bytes().decode("utf-8", errors="replace"), allow,
-                     expect_cpus)
+def read(console: Path) -> str:
+    """A console log as text (a byte that is not UTF-8 shown as U+FFFD)."""
+    return console.read_bytes().decode("utf-8", errors="replace")
 
 
 _NOISE = re.compile(r"\b(?:0x[0-9a-f]+|[0-9a-f]{8,}|\d+)\b")

@@ -48,7 +48,7 @@ class BranchSpec:
         return f"refs/heads/{self.branch}"
 
 
-def _uniq(items):
+def uniq(items):
     out = []                         # by ==: manifest.Expect entries are not hashable
     for x in items:
         if x not in out:
@@ -70,26 +70,26 @@ def branches(m) -> list[BranchSpec]:
         chain = [m.topics[d] for d in deps] + [t]
         out.append(BranchSpec(
             "topic", name, t.branch, [name], deps, [(name, p) for p in t.patches],
-            _uniq(c.config for c in chain if c.config), list(t.kunit), list(t.modules),
+            uniq(c.config for c in chain if c.config), list(t.kunit), list(t.modules),
             list(t.programs), t.cmdline, t.smp, list(t.sanitizers), list(t.expect),
             list(t.to), list(t.cc), _carried(t), t.description, t.tested, t.line))
     i = m.integration
     ts = [m.topics[n] for n in i.topics]
     to, cc = list(i.to), list(i.cc)
     if not to and not cc:                # every topic's recipients
-        to = _uniq(a for t in ts for a in t.to)
-        cc = _uniq(a for t in ts for a in t.cc)
+        to = uniq(a for t in ts for a in t.to)
+        cc = uniq(a for t in ts for a in t.cc)
     out.append(BranchSpec(
         INTEGRATION, INTEGRATION, i.branch, list(i.topics), [],
         [(n, p) for n in i.topics for p in m.topics[n].patches],
-        _uniq(t.config for t in ts if t.config),
-        _uniq(k for t in ts for k in t.kunit),
-        _uniq(x for t in ts for x in t.modules),
-        _uniq(x for t in ts for x in t.programs),
-        " ".join(_uniq(t.cmdline for t in ts if t.cmdline)),
+        uniq(t.config for t in ts if t.config),
+        uniq(k for t in ts for k in t.kunit),
+        uniq(x for t in ts for x in t.modules),
+        uniq(x for t in ts for x in t.programs),
+        " ".join(uniq(t.cmdline for t in ts if t.cmdline)),
         max([t.smp for t in ts] or [2]),
-        _uniq(v for t in ts for v in t.sanitizers),
-        _uniq(e for t in ts for e in t.expect),
+        uniq(v for t in ts for v in t.sanitizers),
+        uniq(e for t in ts for e in t.expect),
         to, cc, [c for t in ts for c in _carried(t)], i.description,
         bool(ts) and all(t.tested for t in ts), i.line))
     return out

@@ -427,7 +427,7 @@ def read(path: Path | str, root: Path | None = None) -> Source:
         raise KtopicError("the manifest must be a mapping of keys (version, series, base, topics, integration)",
                           name, getattr(data, "line", 1))
     _no_surrogate(data, name)           # first: no message below could print one
-    _no_nul(data, name)
+    no_nul(data, name)
     return Source(path, root, name, raw, data, tuple(variants.load(root / "qemu")))
 
 
@@ -435,7 +435,7 @@ def build(src: Source, validated: bool = False, workdir: Path | str | None = Non
     """The Manifest of src; every check runs unless validated says that
     these very bytes passed them before."""
     if not validated:
-        _validate(src.data, src.name, variant_names=src.variant_names)
+        validate(src.data, src.name, variant_names=src.variant_names)
     m = _build(src.data, src.path, src.root, src.name, check_names=not validated)
     m.workdir = workdir
     return m
@@ -449,7 +449,7 @@ def load(path: Path | str, root: Path | None = None,
     return build(read(path, root), workdir=workdir)
 
 
-def _no_nul(data, name: str) -> None:
+def no_nul(data, name: str) -> None:
     """A NUL (YAML's "\\0") in any key or value is refused with its line:
     no path, branch or name can hold one, and the OS calls that take a
     path would raise on it."""
@@ -521,12 +521,13 @@ def regex_problem(pattern: str, flags: int = 0) -> str | None:
     return None
 
 
-def _validate(data, name: str, schema: Path = SCHEMA, variant_names: tuple = ()) -> None:
+def validate(data, name: str, schema: Path = SCHEMA, variant_names: tuple | None = None) -> None:
     """JSON Schema validation (of the manifest, or of another YAML file of
     the project's that yamlpos loaded, by its own schema).  A manifest that
     passed is remembered by content (plumbing.manifests), so it is not validated
     again (importing jsonschema alone costs more than a no-op generate).
-    variant_names: what a topic's sanitizers: may name (qemu/variants.yaml)."""
+    variant_names: what a topic's sanitizers: may name (qemu/variants.yaml;
+    None for a file that is not a manifest)."""
     import jsonschema
 
     def ecma_pattern(validator, pattern, instance, schema):
@@ -541,7 +542,7 @@ def _validate(data, name: str, schema: Path = SCHEMA, variant_names: tuple = ())
     cls = jsonschema.validators.extend(jsonschema.Draft202012Validator,
                                        {"pattern": ecma_pattern})
     doc = json.loads(schema.read_text())
-    if variant_names:
+    if variant_names is not None:
         doc["$defs"]["topic"]["properties"]["sanitizers"]["items"]["enum"] = list(variant_names)
     validator = cls(doc)
     errors = sorted(validator.iter_errors(data),
@@ -565,16 +566,7 @@ def _patch_upstream(p, name: str) -> PatchUpstream | None:
     if u is None:
         return None
     return PatchUpstream(u["commit"], u["subject"], u["release"], _checks(u["checks"], name),
-                         _plain(u))
-
-
-def _plain(v):
-    """A loaded value as plain dicts and lists (no line numbers attached)."""
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    return v
+                         yamlpos.plain(u))
 
 
 def _checks(items, name: str) -> list[Check]:

@@ -17,6 +17,7 @@ import tempfile
 import yaml
 
 from ktopic.model import manifest as manifest_mod
+from ktopic.model import yamlpos
 from ktopic.errors import KtopicError
 from ktopic.model.manifest import Manifest
 
@@ -51,15 +52,6 @@ def _entry_text(p, indent: str, eol: str = "\n") -> list[str]:
     out = [f"{indent}- {body[0]}{eol}"]
     out += [f"{indent}  {ln}{eol}" for ln in body[1:]]
     return out
-
-
-def _plain(v):
-    """A loaded value as plain dicts and lists, which yaml.dump can write."""
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    return v
 
 
 def _file(p) -> str:
@@ -262,7 +254,7 @@ def add_upstream(m: Manifest, topic: str, entry: dict, kind: str = "upstream") -
             comment = lines[end - 1][column:].strip()
             block = [f"{head}  {comment}{eol}" if comment else f"{head}{eol}"]
             for old in t[kind]:
-                block += _entry_text(_plain(old), key_indent + "  ", eol)
+                block += _entry_text(yamlpos.plain(old), key_indent + "  ", eol)
             lines[start:end] = block + item
         else:
             at = _block_end(lines, start, n)

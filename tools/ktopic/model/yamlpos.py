@@ -6,7 +6,8 @@ any value can name file:line, and whether they are written in flow style
 (`{...}`, `[...]`), which an edit of the text must know.  Duplicate keys are an error (PyYAML would
 silently keep the last one, which is how a duplicated topic would vanish).
 
-Takes YAML text; gives the data and the line of every key and item.
+Takes YAML text; gives the data, the line of every key and item, and
+the same data as plain dicts and lists (plain()).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ MAX_DIGITS = 100
 KINDS = {"int": "an integer", "float": "a number", "timestamp": "a date", "bool": "a boolean"}
 
 
-class _Loader(yaml.SafeLoader):
+class Loader(yaml.SafeLoader):
     depth = 0
 
     def __init__(self, stream):
@@ -100,7 +101,7 @@ def shown(text: str, most: int = 80) -> str:
     return text if len(text) <= most else text[:most] + "..."
 
 
-def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
+def _construct_int(loader: Loader, node: yaml.ScalarNode) -> int:
     value = loader.construct_scalar(node)
     digits = value.replace("_", "").lstrip("+-")
     if digits[:2].lower() in ("0x", "0b", "0o"):
@@ -111,7 +112,7 @@ def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
     return yaml.SafeLoader.construct_yaml_int(loader, node)
 
 
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
+def _construct_mapping(loader: Loader, node: yaml.MappingNode) -> LineDict:
     loader.flatten_mapping(node)
     d = LineDict()
     d.line = node.start_mark.line + 1
@@ -130,7 +131,7 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
     return d
 
 
-def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LineList:
+def _construct_sequence(loader: Loader, node: yaml.SequenceNode) -> LineList:
     seq = LineList(loader.construct_object(n, deep=True) for n in node.value)
     seq.line = node.start_mark.line + 1
     seq.lines = [n.start_mark.line + 1 for n in node.value]
@@ -139,9 +140,9 @@ def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LineList:
     return seq
 
 
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
-_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def _decode(data: bytes, name: str) -> str:
@@ -199,7 +200,7 @@ def load(path: Path, display: str | None = None, data: bytes | None = None):
     text = _decode(data, name)
     loader = None
     try:
-        loader = _Loader(text)          # reads (and checks) the characters
+        loader = Loader(text)          # reads (and checks) the characters
         loader.name = name
         node = loader.get_single_node()
         if node is None:
@@ -234,3 +235,13 @@ def line_of(root, path) -> int | None:
         else:
             break
     return line
+
+
+def plain(v):
+    """A loaded value as plain dicts and lists (no lines attached), which
+    yaml.dump can write and a dataclass can keep."""
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    return v

@@ -1,13 +1,14 @@
 """Git processes with one environment, and errors that say what failed.
 
 Takes a git directory (and optionally a work tree); gives Git (run(),
-try_run(), ...) and env() for the processes that stream.  The environment
-runs git in the C locale and without the system configuration
-(GIT_CONFIG_NOSYSTEM=1, unless the caller set it); without user_config it
-also leaves out the user's (GIT_CONFIG_GLOBAL=/dev/null, no `git -c`
-parameters), so what git writes depends on the inputs only.
-Git(..., user_config=True) keeps the user's configuration, for the
-commands that act as the user (mail, pull requests).  docs/design.md.
+try_run(), ..., process_env() for a process the caller starts) and env().
+The environment runs git in the C locale, without the system
+configuration (GIT_CONFIG_NOSYSTEM=1) and without the user's
+(GIT_CONFIG_GLOBAL=/dev/null, no `git -c` parameters), so what git writes
+depends on the inputs only.  Git(..., user_config=True), for the commands
+that act as the user (mail, pull requests), keeps the user's
+configuration, and the system's too if the caller's environment sets
+GIT_CONFIG_NOSYSTEM itself.  docs/design.md.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ class GitError(Failure):
 
 def env(extra: dict | None = None, user_config: bool = False) -> dict:
     """The environment of a git process: ours, in the C locale, without the
-    user's and the system's configuration unless user_config."""
+    system's configuration (with user_config: unless our environment sets
+    GIT_CONFIG_NOSYSTEM) and, unless user_config, without the user's."""
     e = dict(os.environ)
     if user_config:
         e.setdefault("GIT_CONFIG_NOSYSTEM", "1")
@@ -68,7 +70,9 @@ class Git:
         self.work_tree = Path(work_tree) if work_tree else None
         self.user_config = user_config
 
-    def _env(self, extra: dict | None) -> dict:
+    def process_env(self, extra: dict | None = None) -> dict:
+        """env() for a git process of this repository, for a caller that
+        starts git itself (a pipe, a stream)."""
         e = {"GIT_DIR": str(self.git_dir)}
         if self.work_tree:
             e["GIT_WORK_TREE"] = str(self.work_tree)
@@ -80,7 +84,7 @@ class Git:
             binary: bool = False, cwd: Path | str | None = None):
         """Run git; return stdout (str, or bytes when binary)."""
         text = not binary and not isinstance(input, bytes)
-        p = subprocess.run(["git", *args], input=input, env=self._env(env),
+        p = subprocess.run(["git", *args], input=input, env=self.process_env(env),
                            capture_output=True, text=text, cwd=cwd)
         if check and p.returncode != 0:
             err = p.stderr if text else p.stderr.decode(errors="replace")
@@ -89,7 +93,7 @@ class Git:
 
     def try_run(self, *args: str, **kw) -> subprocess.CompletedProcess:
         """Run git and return the completed process whatever its status."""
-        env = self._env(kw.pop("env", None))
+        env = self.process_env(kw.pop("env", None))
         return subprocess.run(["git", *args], env=env, capture_output=True,
                               text=True, **kw)
 
@@ -190,7 +194,7 @@ class Git:
 
     def _transaction(self, args: list[str], text: str, refs: list[str]) -> None:
         p = subprocess.Popen(["git", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=self._env(None))
+                             stderr=subprocess.PIPE, text=True, env=self.process_env())
         self._record.write_text(json.dumps({"pid": p.pid, "refs": refs}))
         try:
             _, err = p.communicate(text)

@@ -221,7 +221,7 @@ def _fast_import(git: Git, tarball: Path, digest: str, version: str,
     cat_r, cat_w = os.pipe()
     proc = subprocess.Popen(["git", "fast-import", "--quiet", "--done", f"--cat-blob-fd={cat_w}"],
                             stdin=subprocess.PIPE, stderr=fi_err, pass_fds=(cat_w,),
-                            env=git._env(None))
+                            env=git.process_env())
     os.close(cat_w)
     cat = os.fdopen(cat_r, "rb")
     out = proc.stdin

@@ -28,7 +28,7 @@ class _Proc:
         self.args = args
         self.err = tempfile.TemporaryFile(dir=errdir)
         self.p = subprocess.Popen(["git", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=self.err, env=git._env({"GIT_FLUSH": "1"}))
+                                  stderr=self.err, env=git.process_env({"GIT_FLUSH": "1"}))
 
     def send(self, data: bytes) -> None:
         try:

@@ -76,7 +76,7 @@ def pair_target(runner, t: Target, a: str, b: str, label: str) -> Target:
     sa, sb = specs[a], specs[b]
 
     def both(field):
-        return branchspec._uniq(getattr(sa, field) + getattr(sb, field))
+        return branchspec.uniq(getattr(sa, field) + getattr(sb, field))
     spec = dataclasses.replace(t.spec, name=INTEGRATION, branch=label,
                                topics=both("topics"), fragments=both("fragments"),
                                kunit=both("kunit"), modules=both("modules"),

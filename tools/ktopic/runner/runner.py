@@ -1,35 +1,11 @@
 """The runner: build, boot and test branches one after another (the stages
-of `ktopic ci`, `build` and `boot`).  Takes Targets and Options, gives a
-BranchResult per target.
+of `ktopic ci`, `build` and `boot`: generate, build, boot, test), each
+result cached by content, branches of one tree and configuration built
+once, the base booted for reference; docs/ci.md, "Stages" and "Caches".
 
-For each branch (from the manifest, in dependency order, the integration
-branch last; the base first, for reference):
-
-    generate  the branch ref exists in the work repository (`ktopic generate`
-              makes it; ci/run-branch runs it first)
-    build     kconfig + kernel + the branch's out-of-tree test modules
-              (build.py); changed code never compiled is a failure
-    boot      initramfs (initramfs.py), QEMU (boot.py), the whole console
-              scanned for kernel bug reports (console_scan.py)
-    test      KTAP per suite and case with the kernel's parser (ktap.py):
-              failed/crashed cases, expected suites or programs that did not run
-
-Caching and sharing (docs/ci.md):
-
-- A branch's result is cached under (tree hash, config hash, hash of the
-  qemu/ inputs and the tool itself) in <workdir>/results/; an unchanged
-  branch is not built or booted again (``--no-cache`` forces it).
-- Branches with the same tree and config in one run are built and booted
-  once; the others say ``same_as``.
-- The base tree is booted too (once, cached like any branch): a finding the
-  base already shows is marked ``in_base`` and does not fail the branch.
-
-Each check, build, boot (with its tests) and expectation boot is a step of
-a StepLog (kernel/steplog.py): in a log it says every 30 s that it still
-runs, and the report's ``timing`` says where the run's time went.
-
-Writes out/report.json, out/<branch-dir>/{console.log,build.log,config,junit.xml}
-and out/index.html.
+Takes Targets and Options; gives a BranchResult per target, and writes
+out/report.json, out/<branch-dir>/ (console.log, build.log, config,
+junit.xml) and out/index.html.
 """
 
 from __future__ import annotations
@@ -473,7 +449,7 @@ class Runner:
             repro["accel"] = why
             repro["timeouts"] = f"overall {req.timeout:.0f}s, silence {req.silence:.0f}s " \
                                 f"(machine speed factor {self.host.factor():.2f})"
-        text = b.console.read_bytes().decode("utf-8", errors="replace")
+        text = console_scan.read(b.console)
         lines = console_scan.clean_lines(text)
         findings = console_scan.scan_text(text, self.allow, expect_cpus=smp)
         if b.status in ("silence", "timeout"):

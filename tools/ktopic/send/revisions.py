@@ -148,9 +148,9 @@ def load(root: Path, label: str) -> State | None:
             # A date YAML reads as one (date: 2026-12-03) is the text it was.
             if isinstance(r, dict) and isinstance(r.get(key), datetime.date):
                 r[key] = str(r[key])
-    manifest._no_nul(data, rel)
+    manifest.no_nul(data, rel)
     _no_huge(data, rel)
-    manifest._validate(data, rel, SCHEMA)
+    manifest.validate(data, rel, SCHEMA)
 
     def line(*keys) -> int | None:
         return yamlpos.line_of(data, list(keys))
@@ -197,7 +197,7 @@ def _unreadable_scalar(raw: bytes, name: str) -> int | None:
     """The line of the first scalar of the document that cannot be
     constructed (yamlpos composed it already, within its bounds)."""
     from ktopic.model import yamlpos
-    loader = yamlpos._Loader(raw.decode("utf-8"))
+    loader = yamlpos.Loader(raw.decode("utf-8"))
     loader.name = name
     try:
         todo = [loader.get_single_node()]

@@ -16,7 +16,7 @@ from ktopic.errors import KtopicError
 from ktopic.fileio import replace_together
 from ktopic.plumbing.patchfile import parse
 from ktopic.send.sender import address
-from ktopic.send.trailers import TRAILER_LINE, _eol, _layout
+from ktopic.send.trailers import TRAILER_LINE, line_end, layout
 
 
 _addr = address
@@ -49,7 +49,7 @@ def check_file(m, path: Path, rel: str, sender: str = "") -> list[Problem]:
     Signed-off-by that is not the sender's."""
     ph = _addr(m.series.placeholder)
     out = []
-    lay = _layout(path.read_bytes(), rel)
+    lay = layout(path.read_bytes(), rel)
     at, author = _author(lay)
     if ph and author == ph:
         out.append(Problem(rel, at + 1, f"its author is the placeholder "
@@ -106,9 +106,9 @@ def signed(m, data: bytes, rel: str, sender: str) -> bytes:
     given the sender, the sender's Signed-off-by last; the From: line the
     sender's where the placeholder was the author."""
     ph, ph_ident = _addr(m.series.placeholder), m.series.placeholder
-    lay = _layout(data, rel)
+    lay = layout(data, rel)
     lines = list(lay.lines)
-    eol = _eol(lines[lay.end]) or b"\n"
+    eol = line_end(lines[lay.end]) or b"\n"
     sob = f"Signed-off-by: {sender}"
     block = []
     for i in lay.block:
@@ -119,7 +119,7 @@ def signed(m, data: bytes, rel: str, sender: str) -> bytes:
                 continue
             text = text.replace(ph_ident, sender) if ph_ident in text else \
                 f"{t.group(1)}: {sender}" if t else text
-            block.append(_encode(lay, rel, text, _eol(lines[i]) or eol))
+            block.append(_encode(lay, rel, text, line_end(lines[i]) or eol))
         else:
             block.append(lines[i])
     if not block or block[-1].rstrip(b"\r\n").decode(lay.codec, "replace") != sob:
@@ -135,7 +135,7 @@ def signed(m, data: bytes, rel: str, sender: str) -> bytes:
             end += 1
         name, addr = email.utils.parseaddr(sender)
         lines[at:end] = [b"From: " + email.utils.formataddr((name, addr), "utf-8").encode()
-                         + _eol(lines[at])]
+                         + line_end(lines[at])]
     return b"".join(lines)
 
 

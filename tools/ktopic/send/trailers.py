@@ -195,7 +195,7 @@ def _existing(data: bytes, display: str) -> list[tuple[str, str, str]]:
     """(lname, address, line) of the trailers of the patch's message, as
     b4 parses them (a `# note` after the address is not part of it)."""
     import b4
-    lay = _layout(data, display)
+    lay = layout(data, display)
     for i in lay.block:
         if len(lay.text(i)) > MAX_TRAILER_LINE and TRAILER_LINE.match(lay.text(i)):
             raise KtopicError(f"a trailer line of {len(lay.text(i))} characters, {_TOO_LONG}",
@@ -238,12 +238,12 @@ def _patchbreak(line: bytes) -> bool:
     return False
 
 
-def _eol(line: bytes) -> bytes:
+def line_end(line: bytes) -> bytes:
     return b"\r\n" if line.endswith(b"\r\n") else b"\n" if line.endswith(b"\n") else b""
 
 
 @dataclass
-class _Layout:
+class Layout:
     """Where things are in a patch file's bytes."""
     lines: list[bytes]      # each with its line end
     codec: str              # Python's name of the body's charset
@@ -256,7 +256,7 @@ class _Layout:
         return self.lines[i].rstrip(b"\r\n").decode(self.codec, errors="replace")
 
 
-def _layout(data: bytes, display: str) -> _Layout:
+def layout(data: bytes, display: str) -> Layout:
     """The patch file's lines, header, message and trailer block, found as
     git mailinfo finds them; a mail whose body cannot be edited in place
     is refused."""
@@ -294,7 +294,7 @@ def _layout(data: bytes, display: str) -> _Layout:
     end = brk - 1
     while end >= body and not lines[end].strip(_SPACE):
         end -= 1
-    lay = _Layout(lines, codec, charset, body, end, [])
+    lay = Layout(lines, codec, charset, body, end, [])
     if end >= body:
         first = end
         while first > body and lines[first - 1].strip(_SPACE):
@@ -312,9 +312,9 @@ def insert(data: bytes, new: list[str], applier: str, display: str) -> bytes:
     message without trailers gets a new paragraph).  Every other byte of
     the file stays as it was; the new lines are in the mail's charset, with
     the line end of the message's last line."""
-    lay = _layout(data, display)
+    lay = layout(data, display)
     lines, end = lay.lines, lay.end
-    eol = _eol(lines[end]) or b"\n"
+    eol = line_end(lines[end]) or b"\n"
     if not lay.charset and any(not x.isascii() for x in new):
         try:
             b"".join(lines[lay.body:end + 1]).decode("utf-8")

@@ -20,7 +20,7 @@ import gitlab_ci_local as glcl  # noqa: E402
 from ktopic import cli  # noqa: E402
 from ktopic.model import manifest  # noqa: E402
 from ktopic.model.results import branch_dir  # noqa: E402
-from ktopic.report import gitlab  # noqa: E402
+from ktopic.runner import pipeline  # noqa: E402
 
 COMMITTED = REPO / ".gitlab-ci.yml"
 
@@ -83,10 +83,10 @@ def test_artifacts_and_cache_as_gitlab_ci_local_expands_them(tmp_path, project_m
         assert art["reports"]["junit"] == f"out/{d}/junit.xml"
         assert {f"out/{d}/", "out/report.json"} <= set(art["paths"])
         assert [c["paths"] for c in doc[job]["cache"]] == [[".ktopic/ccache/"]]
-    # Each job's own time-out, from its branch's work (report/gitlab.py).
-    want = gitlab.job_timeouts(project_m)
+    # Each job's own time-out, from its branch's work (runner/pipeline.py).
+    want = pipeline.job_timeouts(project_m)
     assert {job: doc[job]["timeout"] for job in branches} == {
-        job: gitlab.duration(want[job]) for job in branches}
+        job: pipeline.duration(want[job]) for job in branches}
 
 
 def test_a_wrong_pipeline_is_refused(tmp_path):

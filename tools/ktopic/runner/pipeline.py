@@ -1,4 +1,6 @@
-"""The GitLab CI pipeline, generated from the manifest (`ktopic pipeline`).
+"""The main job as a GitLab CI pipeline, generated from the manifest
+(`ktopic pipeline`): one job per topic and one for the integration
+branch, each running the main job's gates on its branch.
 
 Takes the manifest (and the number of its topics' mutants); gives the
 pipeline's YAML text, the same bytes for the same inputs.  docs/reports.md,

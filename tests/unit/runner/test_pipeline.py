@@ -1,4 +1,4 @@
-"""ktopic.report.gitlab: the generated GitLab CI YAML and its structure."""
+"""ktopic.runner.pipeline: the generated GitLab CI YAML and its structure."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO / "tools"))
 
 from ktopic.model import manifest  # noqa: E402
 from ktopic.commands import cmd_pipeline  # noqa: E402
-from ktopic.report import gitlab as pipeline  # noqa: E402
+from ktopic.runner import pipeline  # noqa: E402
 from ktopic.errors import Failure, KtopicError  # noqa: E402
 
 TINY = REPO / "tests" / "data" / "reports" / "manifest.yaml"
