@@ -325,10 +325,11 @@ def check_side(lx: Lexed, start: int, end: int) -> str:
     "down", "decl" (it declares at its top level: grow to the end of the
     block) or "fatal: <reason>"."""
     if any(lx.pp[start:end]):
-        first = next(i for i in range(start, end) if lx.pp[i])
-        what = "a macro body" if first > 0 and lx.pp[first - 1] and \
-            lx.lines[first - 1].rstrip("\n").endswith("\\") else "a preprocessor line"
-        return f"fatal: {what} ({lx.lines[first].strip()[:40]})"
+        first = head = next(i for i in range(start, end) if lx.pp[i])
+        while head > 0 and lx.pp[head - 1] and lx.lines[head - 1].rstrip("\n").endswith("\\"):
+            head -= 1
+        what = "a macro body" if head < first else "a preprocessor line"
+        return f"fatal: {what} ({lx.lines[head].strip()[:40]})"
     if start < len(lx.in_comment) and lx.in_comment[start]:
         return "up"
     if end < len(lx.in_comment) and lx.in_comment[end]:
@@ -404,7 +405,8 @@ def _enclosing(lx: Lexed, line: int) -> str:
     return "ok"
 
 
-def grow(path: str, ops: list[Op], first: int, last: int, old: Lexed, new: Lexed) -> tuple[int, int]:
+def grow(path: str, ops: list[Op], first: int, last: int, old: Lexed,
+         new: Lexed) -> tuple[int, int]:
     """Grow ops[first:last] until both sides are runs of whole statements
     in a function body: (first, last), or NotSwitchable."""
     changed = sum(len(op.old) + len(op.new) for op in ops[first:last])
@@ -419,6 +421,10 @@ def grow(path: str, ops: list[Op], first: int, last: int, old: Lexed, new: Lexed
             raise NotSwitchable(f"{path}:{o1 + 1}: {fatal[7:]}")
         if "decl" in needs:
             to_block_end = True
+        if "up" not in needs and "down" not in needs:
+            where = _enclosing(old, o1)
+            if where != "ok":
+                raise NotSwitchable(f"{path}:{o1 + 1}: {where}")
         if "up" in needs:
             step = "up"
         elif "down" in needs:
@@ -426,9 +432,6 @@ def grow(path: str, ops: list[Op], first: int, last: int, old: Lexed, new: Lexed
         elif to_block_end and _next_token(old, o2) != "}":
             step = "down"
         else:
-            where = _enclosing(old, o1)
-            if where != "ok":
-                raise NotSwitchable(f"{path}:{o1 + 1}: {where}")
             return first, last
         if step == "up" and first > 0:
             first -= 1
