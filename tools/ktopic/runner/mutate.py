@@ -254,7 +254,7 @@ def build_switched(runner, t: Target, mutants: list[Mutant], on_line=None,
                 base=t.base_commit or None, fragments=t.fragments,
                 modules=[runner.qemu_dir / "modules" / x for x in t.modules],
                 jobs=runner.opts.jobs, progress=runner.opts.progress,
-                seed=runner.root / "build" / runner.build_name(t), on_line=on_line)
+                seed=runner.wd.build_dir(runner.build_name(t)), on_line=on_line)
             b = buildmod.build(runner.root, runner.git_dir, req)
         except Failure as e:
             why = f"the switched build could not run: {str(e).splitlines()[0]}"[:200]
