@@ -81,6 +81,17 @@ void run(void)
 {
 	printf("%d %d %d %d %d %d %d %d\\n", f(1), f(5), g(4), h(2), k(1), k(2), k(3), k(-4));
 }
+
+int m(int x)
+{
+	if (x > 0) {
+again:
+		x -= 3;
+		if (x > 4)
+			goto again;
+	}
+	return x;
+}
 """
 
 MAIN = """\
@@ -117,6 +128,7 @@ IF_LINE = 5         # a changed "if (" line whose block spans past the hunk
 UNBRACED = 6        # the body of an unbraced for changed
 ELSE_IF = 7         # a changed "else if (" line
 DECLARED = 8        # a declaration's initializer changed
+LABEL = 9           # a label added and a goto to it from elsewhere
 
 
 def mutants() -> dict[int, str]:
@@ -129,6 +141,8 @@ def mutants() -> dict[int, str]:
         UNBRACED: edit(HEAD, "\t\tsum += i;\n", "\t\tsum += 2 * i;\n"),
         ELSE_IF: edit(HEAD, "else if (x == 2)", "else if (x == 3)"),
         DECLARED: edit(HEAD, "int y = x + 1;", "int y = x + 5;"),
+        LABEL: edit(edit(HEAD, "\treturn TWICE(x);\n", "twice:\n\treturn TWICE(x);\n"),
+                    "\treturn -1;\n", "\tx = 2;\n\tgoto twice;\n"),
     }
 
 
@@ -258,7 +272,7 @@ def test_overlaps_that_are_not_whole_statements_fall_back(monkeypatch):
     ("\t((x) * 2)", "\t((x) * 3)", "lib/t.c", "lib/t.c:8: a macro body (#define TWICE(x) \\)"),
     ("#include <stdlib.h>\n", "", "lib/t.c", "lib/t.c:2: a preprocessor line "
                                               "(#include <stdlib.h>)"),
-    ("neg:\n", "neg2:\n", "lib/t.c", "lib/t.c:49: a label (neg)"),
+    ("if (x > 0) {", "if (x > 1) {", "lib/t.c", "lib/t.c:60: a label both sides have (again)"),
     ("int a; int b; };", "int a; int b; int c; };", "lib/t.c", "lib/t.c:4: at file scope"),
     ("r += x;", "r += 2 * x;", "include/linux/t.h",
      "include/linux/t.h: a header the base has (its includers are most of the tree)"),

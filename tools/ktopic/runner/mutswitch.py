@@ -21,8 +21,9 @@ parameter; it and the declaration each switched file gets exist only in
 the switched tree, never in a branch.
 
 What is not switched: a change outside a function body (file scope, a
-struct, an initializer), a preprocessor line or a macro body, a label, a
-region that no growth makes a run of whole statements within a bounded
+struct, an initializer), a preprocessor line or a macro body, a label
+that both the head and the mutant define in the region, a region that no
+growth makes a run of whole statements within a bounded
 number of lines, a header the base already has (an inline used all over
 the tree: switching it would recompile most of the kernel), and anything
 that is not C (Kconfig, Makefiles, assembly).  A header that the topic
@@ -368,12 +369,17 @@ def check_side(lx: Lexed, start: int, end: int) -> str:
     for i, t in enumerate(toks):
         if t == "case" or (t == "default" and i + 1 < len(toks) and toks[i + 1] == ":"):
             return "fatal: a case label"
-        if t == ":" and i and re.match(r"[A-Za-z_]\w*$", toks[i - 1]) and \
-                (i == 1 or toks[i - 2] in (";", "{", "}")):
-            return f"fatal: a label ({toks[i - 1]})"
     if any(_is_decl(s) for s in _statements(toks)):
         return "decl"
     return "ok"
+
+
+def labels(lx: Lexed, start: int, end: int) -> list[str]:
+    """The goto labels that lines [start, end) define."""
+    toks = [t for i in range(start, end) for t in lx.tokens[i]]
+    return [toks[i - 1] for i, t in enumerate(toks)
+            if t == ":" and i and re.match(r"[A-Za-z_]\w*$", toks[i - 1]) and
+            toks[i - 1] != "default" and (i == 1 or toks[i - 2] in (";", "{", "}", ":"))]
 
 
 def _enclosing(lx: Lexed, line: int) -> str:
@@ -425,6 +431,11 @@ def grow(path: str, ops: list[Op], first: int, last: int, old: Lexed,
             where = _enclosing(old, o1)
             if where != "ok":
                 raise NotSwitchable(f"{path}:{o1 + 1}: {where}")
+            # A label the switch would define twice in the function (one
+            # only the mutant or only the head has is defined once).
+            both = [x for x in labels(old, o1, o2) if x in labels(new, n1, n2)]
+            if both:
+                raise NotSwitchable(f"{path}:{o1 + 1}: a label both sides have ({both[0]})")
         if "up" in needs:
             step = "up"
         elif "down" in needs:
@@ -572,7 +583,7 @@ def _union_ok(lx: Lexed, s: int, e: int) -> bool:
     """The run of the head's lines [s, e) is whole statements of a block."""
     need = check_side(lx, s, e)
     return (need == "ok" or (need == "decl" and _next_token(lx, e) == "}")) and \
-        _enclosing(lx, s) == "ok"
+        _enclosing(lx, s) == "ok" and not labels(lx, s, e)
 
 
 def write_file(path: str, text: str, mine: list[tuple[int, Region]]) -> SwitchedFile:
