@@ -77,9 +77,12 @@ neg:
 	return -1;
 }
 
+int b(int x);
+
 void run(void)
 {
-	printf("%d %d %d %d %d %d %d %d\\n", f(1), f(5), g(4), h(2), k(1), k(2), k(3), k(-4));
+	printf("%d %d %d %d %d %d %d %d %d\\n", f(1), f(5), g(4), h(2), k(1), k(2), k(3), k(-4),
+	       b(1));
 }
 
 int m(int x)
@@ -90,6 +93,18 @@ again:
 		if (x > 4)
 			goto again;
 	}
+	return x;
+}
+
+#define BUMP(v)		\\
+do {			\\
+	(v) += 1;	\\
+	(v) *= 2;	\\
+} while (0)
+
+int b(int x)
+{
+	BUMP(x);
 	return x;
 }
 """
@@ -129,6 +144,7 @@ UNBRACED = 6        # the body of an unbraced for changed
 ELSE_IF = 7         # a changed "else if (" line
 DECLARED = 8        # a declaration's initializer changed
 LABEL = 9           # a label added and a goto to it from elsewhere
+MACRO = 10          # a statement in the do-while body of a macro
 
 
 def mutants() -> dict[int, str]:
@@ -141,6 +157,7 @@ def mutants() -> dict[int, str]:
         UNBRACED: edit(HEAD, "\t\tsum += i;\n", "\t\tsum += 2 * i;\n"),
         ELSE_IF: edit(HEAD, "else if (x == 2)", "else if (x == 3)"),
         DECLARED: edit(HEAD, "int y = x + 1;", "int y = x + 5;"),
+        MACRO: edit(HEAD, "(v) *= 2;", "(v) *= 3;"),
         LABEL: edit(edit(HEAD, "\treturn TWICE(x);\n", "twice:\n\treturn TWICE(x);\n"),
                     "\treturn -1;\n", "\tx = 2;\n\tgoto twice;\n"),
     }
@@ -272,7 +289,7 @@ def test_overlaps_that_are_not_whole_statements_fall_back(monkeypatch):
     ("\t((x) * 2)", "\t((x) * 3)", "lib/t.c", "lib/t.c:8: a macro body (#define TWICE(x) \\)"),
     ("#include <stdlib.h>\n", "", "lib/t.c", "lib/t.c:2: a preprocessor line "
                                               "(#include <stdlib.h>)"),
-    ("if (x > 0) {", "if (x > 1) {", "lib/t.c", "lib/t.c:60: a label both sides have (again)"),
+    ("if (x > 0) {", "if (x > 1) {", "lib/t.c", "lib/t.c:63: a label both sides have (again)"),
     ("int a; int b; };", "int a; int b; int c; };", "lib/t.c", "lib/t.c:4: at file scope"),
     ("r += x;", "r += 2 * x;", "include/linux/t.h",
      "include/linux/t.h: a header the base has (its includers are most of the tree)"),
@@ -370,3 +387,24 @@ def test_a_change_inside_an_initializer_in_a_function_is_not_switched():
     src = "static const int t[] = {\n\t1,\n\t2,\n};\n"
     p = S.plan([(1, diff("lib/i.c", src, src.replace("\t2,", "\t3,")))], {"lib/i.c": src})
     assert p.fallback == {1: "lib/i.c:1: at file scope"}
+
+
+def test_a_macro_body_switches_inside_its_do_while_block():
+    """Each line the switch writes into a macro body continues it."""
+    (r,) = S.regions(diff("lib/t.c", HEAD, mutants()[MACRO]), {"lib/t.c": HEAD})
+    assert r.macro and "".join(r.old) == "\t(v) *= 2;\t\\\n"
+    text = S.plan([(MACRO, diff("lib/t.c", HEAD, mutants()[MACRO]))],
+                  {"lib/t.c": HEAD}).files["lib/t.c"].text
+    assert "\tif (__builtin_expect(ktopic_mutant == 10, 0)) { \\\n\t(v) *= 3;\t\\\n" \
+           "\t} else { /* ktopic_mutant off */ \\\n\t(v) *= 2;\t\\\n" \
+           "\t} /* ktopic_mutant */ \\\n} while (0)\n" in text
+    # A statement expression's last statement is its value: not switched.
+    src = "#define TWO(a)\t\\\n({\t\\\n\tint __t = (a);\t\\\n\t__t * 2;\t\\\n})\n\n" \
+          "int s(int x)\n{\n\treturn TWO(x);\n}\n"
+    p = S.plan([(1, diff("lib/s.c", src, src.replace("__t * 2", "__t * 3")))], {"lib/s.c": src})
+    assert p.fallback == {1: "lib/s.c:4: in a macro body, not in its do-while block"}
+    # An expression macro has no statements at all.
+    src = "#define SUM(a, b)\t\\\n\t((a) +\t\\\n\t (b))\n\nint s(int x)\n{\n" \
+          "\treturn SUM(x, 1);\n}\n"
+    p = S.plan([(1, diff("lib/s.c", src, src.replace("((a) +", "((a) -")))], {"lib/s.c": src})
+    assert p.fallback == {1: "lib/s.c:2: in a macro body, no whole statements before it ends"}

@@ -14,17 +14,23 @@ whole statements of a function body:
 
 or the one-line reason the mutant cannot be switched (it then gets a
 kernel of its own, as before).  Regions are found on the head's text, so
-the mutants of one file compose: switch_files() writes every region of
-every mutant into the head's text at once, refusing a mutant whose region
-overlaps one taken before.  switch_unit() is the file that defines the
-parameter; it and the declaration each switched file gets exist only in
-the switched tree, never in a branch.
+the mutants of one file compose: plan() writes every region of every
+mutant into the head's text at once, and regions of several mutants that
+overlap share one run of the head's lines with a branch each.
+switch_unit() is the file that defines the parameter; it and the
+declaration each switched file gets exist only in the switched tree,
+never in a branch.  resolve() is the inverse: what the compiler sees
+with ktopic_mutant=N.
+
+A change in the body of a do { ... } while (0) macro is switched inside
+that block, each line written ending in a continuation.
 
 What is not switched: a change outside a function body (file scope, a
-struct, an initializer), a preprocessor line or a macro body, a label
-that both the head and the mutant define in the region, a region that no
-growth makes a run of whole statements within a bounded
-number of lines, a header the base already has (an inline used all over
+struct, an initializer), a preprocessor line, a macro body outside a
+do-while block (an expression macro, a statement expression), a label
+that both the head and the mutant define in the region, a region that
+no growth makes a run of whole statements within a bounded number of
+lines, a header the base already has (an inline used all over
 the tree: switching it would recompile most of the kernel), and anything
 that is not C (Kconfig, Makefiles, assembly).  A header that the topic
 itself adds (few includers) is switched like a .c file.
@@ -82,6 +88,7 @@ class Lexed:
     tokens: list[list[str]]
     pp: list[bool]
     in_comment: list[bool]
+    directive: list[int] = field(default_factory=list)   # its first line, -1: none
 
 
 def lex(lines: list[str]) -> Lexed:
@@ -89,12 +96,14 @@ def lex(lines: list[str]) -> Lexed:
     tokens: list[list[str]] = [[] for _ in range(n)]
     pp = [False] * n
     in_comment = [False] * n
+    directive = [-1] * n
     comment = False
     cont = False            # the previous line ended a directive line with "\"
     for i, line in enumerate(lines):
         in_comment[i] = comment
         if cont or (not comment and line.lstrip().startswith("#")):
             pp[i] = True
+            directive[i] = directive[i - 1] if cont else i
             cont = line.rstrip("\n").endswith("\\")
             comment = _comment_after(line, comment)
             continue
@@ -116,7 +125,50 @@ def lex(lines: list[str]) -> Lexed:
                 tokens[i].append("STR")
             elif kind in ("word", "punct"):
                 tokens[i].append(m.group())
-    return Lexed(lines, tokens, pp, in_comment)
+    return Lexed(lines, tokens, pp, in_comment, directive)
+
+
+_DEFINE = re.compile(r"^\s*#\s*define\s+\w+(?:\([^)]*\))?")
+_CONT = re.compile(r"\s*\\$")
+
+
+def _macro_at(lx: Lexed, start: int, end: int) -> tuple[int, int] | None:
+    """The #define [first, end) whose body holds lines [start, end) (or
+    an insertion before start), with at least one body line after them;
+    None when they are no such lines."""
+    if start <= 0 or start >= len(lx.lines):
+        return None
+    d = lx.directive[start]
+    if d < 0 or d == start or not _DEFINE.match(lx.lines[d]):
+        return None
+    e = start
+    while e < len(lx.lines) and lx.directive[e] == d:
+        e += 1
+    return (d, e) if end < e else None
+
+
+def _macro_lex(lines: list[str], d: int, e: int) -> Lexed:
+    """The body of the #define at lines [d, e) lexed as code (its name and
+    parameters and the line continuations left out), line for line."""
+    body = [_DEFINE.sub("", lines[d])] + lines[d + 1:e]
+    return lex([_CONT.sub("", x.rstrip("\n")) + "\n" for x in body])
+
+
+def _macro_block(lx: Lexed, line: int) -> str:
+    """"ok" when line of a macro body lies in its do { ... } while (0)
+    block (or a bare block), where statements are; else why not."""
+    stack: list[tuple[str, list[str]]] = []
+    window: list[str] = []
+    for i in range(line):
+        for t in lx.tokens[i]:
+            if t in _OPEN:
+                stack.append((t, window[-1:]))
+            elif t in _CLOSE and stack:
+                stack.pop()
+            window.append(t)
+    if not stack or any(t != "{" for t, _ in stack) or stack[0][1] not in ([], ["do"]):
+        return "in a macro body, not in its do-while block"
+    return "ok"
 
 
 def _comment_after(line: str, comment: bool) -> bool:
@@ -265,6 +317,7 @@ class Region:
     end: int
     old: list[str]
     new: list[str]
+    macro: bool = False              # in a macro body: every line continues
 
 
 def _prev_tokens(lx: Lexed, line: int, count: int = 3) -> list[str]:
@@ -411,31 +464,51 @@ def _enclosing(lx: Lexed, line: int) -> str:
     return "ok"
 
 
+def _span(ops: list[Op], first: int, last: int) -> tuple[int, int, int, int]:
+    """Old lines [o1, o2) and new lines [n1, n2) of ops[first:last]."""
+    return (ops[first].o, ops[last - 1].o + len(ops[last - 1].old),
+            ops[first].n, ops[last - 1].n + len(ops[last - 1].new))
+
+
 def grow(path: str, ops: list[Op], first: int, last: int, old: Lexed,
-         new: Lexed) -> tuple[int, int]:
+         new: Lexed) -> tuple[int, int, bool]:
     """Grow ops[first:last] until both sides are runs of whole statements
-    in a function body: (first, last), or NotSwitchable."""
+    in a function body, or in the do-while block of one macro's body:
+    (first, last, whether in a macro), or NotSwitchable."""
+    o1, o2, n1, n2 = _span(ops, first, last)
+    mo, mn = _macro_at(old, o1, o2), _macro_at(new, n1, n2)
+    if mo and mn:
+        a, b = _grow(path, ops, first, last, _macro_lex(old.lines, *mo),
+                     _macro_lex(new.lines, *mn), (mo[0], mn[0]), (mo[1], mn[1]))
+        return a, b, True
+    return (*_grow(path, ops, first, last, old, new, (0, 0), None), False)
+
+
+def _grow(path: str, ops: list[Op], first: int, last: int, old: Lexed, new: Lexed,
+          at: tuple[int, int], ends: tuple[int, int] | None) -> tuple[int, int]:
+    """grow() on lexed texts whose line 0 is line at (old, new) of the
+    file; ends: where a macro's lines end (the region stays inside)."""
     changed = sum(len(op.old) + len(op.new) for op in ops[first:last])
     to_block_end = False
     while True:
-        o1, n1 = ops[first].o, ops[first].n
-        o2 = ops[last - 1].o + len(ops[last - 1].old)
-        n2 = ops[last - 1].n + len(ops[last - 1].new)
+        o1, o2, n1, n2 = _span(ops, first, last)
+        where_at = f"{path}:{o1 + 1}: " + ("in a macro body, " if ends else "")
+        o1, o2, n1, n2 = o1 - at[0], o2 - at[0], n1 - at[1], n2 - at[1]
         needs = [check_side(old, o1, o2), check_side(new, n1, n2)]
         fatal = next((x for x in needs if x.startswith("fatal")), None)
         if fatal:
-            raise NotSwitchable(f"{path}:{o1 + 1}: {fatal[7:]}")
+            raise NotSwitchable(where_at + fatal[7:])
         if "decl" in needs:
             to_block_end = True
         if "up" not in needs and "down" not in needs:
-            where = _enclosing(old, o1)
+            where = _macro_block(old, o1) if ends else _enclosing(old, o1)
             if where != "ok":
-                raise NotSwitchable(f"{path}:{o1 + 1}: {where}")
+                raise NotSwitchable(f"{path}:{o1 + at[0] + 1}: {where}")
             # A label the switch would define twice in the function (one
             # only the mutant or only the head has is defined once).
             both = [x for x in labels(old, o1, o2) if x in labels(new, n1, n2)]
             if both:
-                raise NotSwitchable(f"{path}:{o1 + 1}: a label both sides have ({both[0]})")
+                raise NotSwitchable(where_at + f"a label both sides have ({both[0]})")
         if "up" in needs:
             step = "up"
         elif "down" in needs:
@@ -444,12 +517,14 @@ def grow(path: str, ops: list[Op], first: int, last: int, old: Lexed,
             step = "down"
         else:
             return first, last
-        if step == "up" and first > 0:
+        if step == "up" and first > 0 and (not ends or ops[first - 1].o > at[0]):
             first -= 1
-        elif step == "down" and last < len(ops):
+        elif step == "down" and last < len(ops) and (
+                not ends or (ops[last].o + len(ops[last].old) < ends[0] and
+                             ops[last].n + len(ops[last].new) < ends[1])):
             last += 1
         else:
-            raise NotSwitchable(f"{path}:{o1 + 1}: no whole statements before the file ends")
+            raise NotSwitchable(where_at + "no whole statements before it ends")
         size = sum(len(op.old) + len(op.new) for op in ops[first:last])
         if size - changed > 2 * MAX_GROWTH:
             raise NotSwitchable(f"{path}:{o1 + 1}: no run of whole statements within "
@@ -484,17 +559,17 @@ def regions(diff: str, texts: dict[str, str], topic_headers: set[str] = frozense
         for i, op in enumerate(ops):
             if not op.changed:
                 continue
-            a, b = grow(fc.path, ops, i, i + 1, old, new)
+            a, b, macro = grow(fc.path, ops, i, i + 1, old, new)
             # A change that an earlier region already covers, or whose
             # region reaches into it: one region for both.
             while spans and a < spans[-1][1]:
                 a = min(a, spans.pop()[0])
-                a, b = grow(fc.path, ops, a, b, old, new)
-            spans.append([a, b])
-        for a, b in spans:
+                a, b, macro = grow(fc.path, ops, a, b, old, new)
+            spans.append([a, b, macro])
+        for a, b, macro in spans:
             out.append(Region(fc.path, ops[a].o, ops[b - 1].o + len(ops[b - 1].old),
                               [x for op in ops[a:b] for x in op.old],
-                              [x for op in ops[a:b] for x in op.new]))
+                              [x for op in ops[a:b] for x in op.new], macro))
     if not out:
         raise NotSwitchable("changes nothing")
     return out
@@ -581,9 +656,13 @@ def _variant(lines: list[str], s: int, e: int, rs: list[Region]) -> list[str]:
 
 def _union_ok(lx: Lexed, s: int, e: int) -> bool:
     """The run of the head's lines [s, e) is whole statements of a block."""
+    mac = _macro_at(lx, s, e)
+    where = _enclosing
+    if mac:
+        lx, s, e, where = _macro_lex(lx.lines, *mac), s - mac[0], e - mac[0], _macro_block
     need = check_side(lx, s, e)
     return (need == "ok" or (need == "decl" and _next_token(lx, e) == "}")) and \
-        _enclosing(lx, s) == "ok" and not labels(lx, s, e)
+        where(lx, s) == "ok" and not labels(lx, s, e)
 
 
 def write_file(path: str, text: str, mine: list[tuple[int, Region]]) -> SwitchedFile:
@@ -597,14 +676,16 @@ def write_file(path: str, text: str, mine: list[tuple[int, Region]]) -> Switched
     for s, e, members in _clusters(mine):
         ind = _indent([x for rs in members.values() for r in rs for x in r.old + r.new],
                       "\t")
+        eol = " \\\n" if any(r.macro for rs in members.values() for r in rs) else "\n"
         body: list[str] = []
         spans = []
         for k, (n, rs) in enumerate(members.items()):
-            body.append(f"{ind}{'} else ' if k else ''}if (__builtin_expect({VAR} == {n}, 0)) {{\n")
+            body.append(f"{ind}{'} else ' if k else ''}if (__builtin_expect({VAR} == {n}, 0)) {{"
+                        + eol)
             first = len(body)
             body += _variant(lines, s, e, rs)
             spans.append((n, first, len(body)))
-        body += [f"{ind}}} else {{ {OFF}\n", *lines[s:e], f"{ind}}} {END}\n"]
+        body += [f"{ind}}} else {{ {OFF}{eol}", *lines[s:e], f"{ind}}} {END}{eol}"]
         edits.append((s, e, body, spans))
     edits.sort(key=lambda x: (x[0], x[1], bool(x[3])))
     out: list[str] = []
@@ -702,7 +783,7 @@ def resolve(text: str, n: int) -> str:
     i = 0
     while i < len(lines):
         line = lines[i]
-        m = _IF.match(line.rstrip("\n"))
+        m = _IF.match(_CONT.sub("", line.rstrip("\n")))
         if line.rstrip("\n") == DECL:
             i += 1
             continue
@@ -715,7 +796,7 @@ def resolve(text: str, n: int) -> str:
         chosen = False
         i += 1
         while True:
-            line = lines[i].rstrip("\n")
+            line = _CONT.sub("", lines[i].rstrip("\n"))
             m = _IF.match(line)
             if m and m.group(1) == ind:
                 chosen = chosen or take
