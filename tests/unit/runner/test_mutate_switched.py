@@ -278,3 +278,24 @@ def test_the_runner_passes_the_kernel_arguments_on(tmp_path, monkeypatch):
 def console_allow():
     from ktopic.kernel import console_scan
     return console_scan.load_allowlist(REPO / "qemu" / "allowlist.yaml")
+
+
+def test_the_switched_commit_keeps_bytes_that_are_not_utf8(tmp_path):
+    """A Latin-1 comment (old kernel files have some) is written back as it
+    was, not as a replacement character."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "topic/a")
+    (repo / "lib").mkdir()
+    (repo / "lib" / "f.c").write_bytes(b"/* Fran\xe7ois */\n" + F_C.encode())
+    write(repo / "lib" / "Makefile", "obj-y += f.o\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "f")
+    head = git(repo, "rev-parse", "HEAD")
+    m = mutant_file(tmp_path, "0001-x", "lib/f.c", "x *= 2;", "x *= 3;")
+    texts, headers = M.head_texts(repo / ".git", head, "", [m])
+    p = S.plan([(1, M._text(m))], texts, headers)
+    c = M.switched_commit(repo / ".git", head, p, "a")
+    got = subprocess.run(["git", "cat-file", "blob", f"{c}:lib/f.c"], cwd=repo,
+                         capture_output=True).stdout
+    assert got.startswith(b"/* Fran\xe7ois */\n") and b"ktopic_mutant == 1" in got

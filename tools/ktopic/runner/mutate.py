@@ -158,7 +158,11 @@ def head_texts(git_dir: Path, head: str, base: str, mutants: list[Mutant]
             continue
     paths = list(dict.fromkeys(paths))
     g = Git(git_dir)
-    texts = {p: x for p, x in g.read_files(head, paths).items() if x is not None}
+    there = set(g.run("ls-tree", "-z", "--name-only", head, "--", *paths).split("\0")) \
+        if paths else set()
+    # Byte for byte: a file that is not UTF-8 is written back as it was.
+    texts = {p: g.run("cat-file", "blob", f"{head}:{p}", binary=True).decode(
+        "utf-8", errors="surrogateescape") for p in paths if p in there}
     hs = [p for p in texts if p.endswith(".h")]
     in_base = g.read_files(base, hs) if base and hs else {p: "" for p in hs}
     return texts, {p for p in hs if in_base.get(p) is None}
