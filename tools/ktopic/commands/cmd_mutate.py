@@ -17,10 +17,12 @@ from ktopic.runner.runner import Runner
 def register(sub) -> None:
     p = sub.add_parser("mutate", help="mutation gate: every mutant must make the tests fail",
                        description="For each qemu/mutants/<topic>/*.patch: apply it on the "
-                       "topic's branch head (no ref moves), build incrementally in the "
-                       "branch's build directory, boot the topic's tests, and require a "
-                       "failure.  Survivors (and mutants that no longer apply or build) "
-                       "fail the gate.  Results are cached by content.")
+                       "topic's branch head (no ref moves), boot the topic's tests, and "
+                       "require a failure.  A topic's mutants that can be switched at boot "
+                       "share one kernel (built once, booted with ktopic_mutant=N each); "
+                       "the others build incrementally in the branch's build directory.  "
+                       "Survivors (and mutants that no longer apply or build) fail the "
+                       "gate.  Results are cached by content.")
     p.add_argument("topics", nargs="*", metavar="TOPIC",
                    help="topics, by topic or branch name (default: every topic that has "
                         "mutants)")

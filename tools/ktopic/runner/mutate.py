@@ -25,9 +25,26 @@ decides the mutant (caught, by the test named), and the rest of the run
 would only add time; a mutant whose Caught-by test passes boots to the end,
 where any other failure still catches it.
 
+One kernel for a topic's mutants (runner/mutswitch.py): when two or more
+of a topic's mutants are to run, every one that can be switched at boot
+goes into one commit of the head (each changed region becomes
+"if (ktopic_mutant == N) <mutant> else <head>", plus lib/ktopic_mutant.c
+that defines the parameter), built once in a build directory of its own
+(<branch build>-mutants, seeded from the branch's) and booted once per
+mutant with ktopic_mutant=N.  That commit is never a branch: the switch
+exists only in that build.  Before the first mutant boots, the switched
+kernel boots with ktopic_mutant=0 and must pass the branch's tests, so a
+fault of the transform cannot pass for a catch.  A mutant that cannot be
+switched, or whose switched code does not compile (the compiler's errors
+name the lines, and so the mutant), gets its own build as above, and its
+result says why ("own build: ...").
+
 Results are cached under <workdir>/results/mutants/ by content: the
 mutant file, the branch's result key (tree, config, qemu inputs, tool);
 not a result that rests on a time-out (it may be the machine's load).
+The key does not hold the switched tree: the other mutants in it are
+switched off, and a mutant added to a topic would otherwise run every
+mutant of the topic again.
 """
 
 from __future__ import annotations
@@ -46,8 +63,9 @@ from ktopic.model import results as R
 from ktopic.model.results import CAUGHT, FAIL, INVALID, PASS, SURVIVED
 from ktopic.model.targets import Target
 from ktopic.plumbing.gitutil import Git
+from ktopic.runner import mutswitch
 
-MUTATE_VERSION = "1"
+MUTATE_VERSION = "2"
 # Findings a loaded machine can cause, and those a guest cut short by one
 # gives (a suite that had not run yet, the cases of the one it was in, no
 # "done").
@@ -110,11 +128,184 @@ def mutant_commit(git_dir: Path, head: str, m: Mutant) -> str:
             raise Failure(f"does not apply on {head[:12]}: "
                           f"{(p.stderr.strip().splitlines() or ['git apply failed'])[0]}")
         tree = g.run("write-tree", env=env).strip()
-    cenv = {"GIT_AUTHOR_NAME": "ktopic", "GIT_AUTHOR_EMAIL": "ktopic@localhost",
-            "GIT_COMMITTER_NAME": "ktopic", "GIT_COMMITTER_EMAIL": "ktopic@localhost",
-            "GIT_AUTHOR_DATE": "@0 +0000", "GIT_COMMITTER_DATE": "@0 +0000"}
     return g.run("commit-tree", tree, "-p", head, "-m", f"mutant {m.topic}/{m.name}",
-                 env=cenv).strip()
+                 env=_CENV).strip()
+
+
+_CENV = {"GIT_AUTHOR_NAME": "ktopic", "GIT_AUTHOR_EMAIL": "ktopic@localhost",
+         "GIT_COMMITTER_NAME": "ktopic", "GIT_COMMITTER_EMAIL": "ktopic@localhost",
+         "GIT_AUTHOR_DATE": "@0 +0000", "GIT_COMMITTER_DATE": "@0 +0000"}
+
+
+def number(m: Mutant) -> int:
+    """The mutant's number, NNNN of its file name: its ktopic_mutant=N."""
+    return int(m.name[:4])
+
+
+def _text(m: Mutant) -> str:
+    return m.diff.decode("utf-8", errors="surrogateescape")
+
+
+def head_texts(git_dir: Path, head: str, base: str, mutants: list[Mutant]
+               ) -> tuple[dict[str, str], set[str]]:
+    """The head's texts of every file the mutants touch, and the headers
+    among them that the base does not have (the topic's own)."""
+    paths: list[str] = []
+    for m in mutants:
+        try:
+            paths += [fc.path for fc in mutswitch.parse_diff(_text(m))]
+        except mutswitch.NotSwitchable:
+            continue
+    paths = list(dict.fromkeys(paths))
+    g = Git(git_dir)
+    there = set(g.run("ls-tree", "-z", "--name-only", head, "--", *paths).split("\0")) \
+        if paths else set()
+    # Byte for byte: a file that is not UTF-8 is written back as it was.
+    texts = {p: g.run("cat-file", "blob", f"{head}:{p}", binary=True).decode(
+        "utf-8", errors="surrogateescape") for p in paths if p in there}
+    hs = [p for p in texts if p.endswith(".h")]
+    in_base = g.read_files(base, hs) if base and hs else {p: "" for p in hs}
+    return texts, {p for p in hs if in_base.get(p) is None}
+
+
+def switched_commit(git_dir: Path, head: str, plan: mutswitch.Plan, topic: str) -> str:
+    """A commit of head's tree with the plan's switched files, the switch
+    unit and lib/Makefile building it; only objects are written."""
+    g = Git(git_dir)
+    files = {p: f.text for p, f in plan.files.items()}
+    files[mutswitch.SWITCH_PATH] = mutswitch.switch_unit()
+    mk = g.read_files(head, [mutswitch.SWITCH_MAKEFILE])[mutswitch.SWITCH_MAKEFILE]
+    if mk is None:
+        raise Failure(f"no {mutswitch.SWITCH_MAKEFILE} in {head[:12]}")
+    files[mutswitch.SWITCH_MAKEFILE] = mutswitch.switch_makefile(mk)
+    with tempfile.TemporaryDirectory(prefix="ktopic-switched-") as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        g.run("read-tree", head, env=env)
+        for path, text in files.items():
+            blob = g.run("hash-object", "-w", "--stdin", input=text.encode(
+                "utf-8", errors="surrogateescape")).decode().strip()
+            mode = (g.run("ls-tree", head, "--", path).split() or ["100644"])[0]
+            g.run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}", env=env)
+        tree = g.run("write-tree", env=env).strip()
+    return g.run("commit-tree", tree, "-p", head, "-m",
+                 f"mutants of {topic}, switched at boot", env=_CENV).strip()
+
+
+_ERROR = re.compile(r"^(\S+?):(\d+):(?:\d+:)? (?:fatal )?error:")
+
+
+def culprits(plan: mutswitch.Plan, log: str, details: list[str]) -> dict[int, str]:
+    """The switched mutants a failed build names: a compiler error on a
+    line of a mutant's switched region, or a switched file the build did
+    not compile; each with its first error line."""
+    bad: dict[int, str] = {}
+
+    def owner(loc: str) -> mutswitch.SwitchedFile | None:
+        return next((f for p, f in plan.files.items() if loc == p or loc.endswith("/" + p)),
+                    None)
+    for line in log.splitlines():
+        m = _ERROR.match(line)
+        f = owner(m.group(1)) if m else None
+        n = f.mutant_at(int(m.group(2))) if f else None
+        if n is not None:
+            bad.setdefault(n, f"{f.path}:{line.split(':', 2)[2].strip()}"[:160])
+    for line in details:
+        f = owner(line.split(":", 1)[0])
+        for n in (p.number for p in f.placed) if f else ():
+            bad.setdefault(n, line[:160])
+    return bad
+
+
+@dataclass
+class Switched:
+    """A topic's mutants in one kernel: the plan, the commit built and its
+    build (None when nothing is switched), and why each other mutant has
+    its own build."""
+    plan: mutswitch.Plan | None = None
+    commit: str = ""
+    build: buildmod.BuildResult | None = None
+    own: dict[int, str] = dataclasses.field(default_factory=dict)
+
+    def on(self, m: Mutant) -> bool:
+        return self.build is not None and self.plan is not None and \
+            number(m) in self.plan.switched and number(m) not in self.own
+
+
+def switched_build_name(runner, t: Target) -> str:
+    return runner.build_name(t) + "-mutants"
+
+
+def build_switched(runner, t: Target, mutants: list[Mutant], on_line=None,
+                   attempts: int = 3) -> Switched:
+    """Plan, commit and build the topic's switchable mutants in one
+    kernel; a mutant whose switched code does not compile moves to its
+    own build, and the rest build again (incremental)."""
+    texts, headers = head_texts(runner.git_dir, t.commit, t.base_commit, mutants)
+    sw = Switched()
+    if any(number(m) == 0 for m in mutants):
+        sw.own[0] = f"{mutswitch.VAR}=0 is every mutant off"
+    for _ in range(attempts):
+        plan = mutswitch.plan([(number(m), _text(m)) for m in mutants
+                               if number(m) not in sw.own], texts, headers)
+        sw.own.update(plan.fallback)
+        sw.plan = plan
+        if not plan.switched:
+            return sw
+        try:
+            sw.commit = switched_commit(runner.git_dir, t.commit, plan, t.topic)
+            req = buildmod.BuildRequest(
+                name=switched_build_name(runner, t), commit=sw.commit,
+                base=t.base_commit or None, fragments=t.fragments,
+                modules=[runner.qemu_dir / "modules" / x for x in t.modules],
+                jobs=runner.opts.jobs, progress=runner.opts.progress,
+                seed=runner.wd.build_dir(runner.build_name(t)), on_line=on_line)
+            b = buildmod.build(runner.root, runner.git_dir, req)
+        except Failure as e:
+            why = f"the switched build could not run: {str(e).splitlines()[0]}"[:200]
+            sw.own.update({n: why for n in plan.switched})
+            return sw
+        if b.ok:
+            sw.build = b
+            return sw
+        try:
+            log = b.log.read_text(errors="replace") if b.log else ""
+        except OSError:
+            log = ""
+        bad = culprits(plan, log, b.details)
+        if not bad:
+            why = f"the switched build failed: {b.error}"[:200]
+            sw.own.update({n: why for n in plan.switched})
+            return sw
+        sw.own.update({n: f"does not compile switched: {x}" for n, x in bad.items()})
+    sw.own.update({n: "the switched build kept failing" for n in sw.plan.switched
+                   if n not in sw.own})
+    sw.build = None
+    return sw
+
+
+def check_switched(runner, t: Target, sw: Switched, store: stampcache.Store) -> None:
+    """The switched kernel with no mutant on must pass the branch's tests
+    (then a failure with a mutant on is the mutant's); when it does not,
+    every mutant gets its own build.  Cached by the switched tree."""
+    if sw.build is None:
+        return
+    tree = Git(runner.git_dir).tree_of(sw.commit)
+    key = "switched-" + stampcache.key(MUTATE_VERSION, t.key, tree, length=24)
+    d = store.get(key)
+    if not isinstance(d, dict):
+        mt = dataclasses.replace(t, branch=f"{t.topic}/mutants-off", git_branch=t.branch,
+                                 commit=sw.commit, tree=tree)
+        br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
+        runner.keep_build_outputs(mt, sw.build)
+        runner.boot_and_test(mt, br, sw.build, cmdline=f"{mutswitch.VAR}=0")
+        runner.mark_in_base(mt, br)
+        d = {"ok": br.ok, "summary": failure_summary(br)}
+        if not any(f.kind in LOAD_KINDS for f in br.findings):
+            store.put(key, d)
+    if not d.get("ok"):
+        why = f"the switched kernel fails with no mutant on: {d.get('summary', '')}"[:200]
+        sw.own.update({n: why for n in sw.plan.switched})
+        sw.build = None
 
 
 def stop_line(caught_by: str) -> re.Pattern[bytes]:
@@ -126,7 +317,8 @@ def stop_line(caught_by: str) -> re.Pattern[bytes]:
 
 def mutant_key(m: Mutant, t: Target) -> str:
     return stampcache.key(MUTATE_VERSION, m.path.read_bytes(), t.key, t.tree,
-                          Path(__file__).read_bytes(), length=24)
+                          Path(__file__).read_bytes(), Path(mutswitch.__file__).read_bytes(),
+                          length=24)
 
 
 def named_failed(caught_by: str, br: R.BranchResult) -> bool:
@@ -151,9 +343,11 @@ def failure_summary(br: R.BranchResult) -> str:
 
 
 def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool,
-               on_line=None) -> R.MutantResult:
+               on_line=None, switched: Switched | None = None) -> R.MutantResult:
     """Apply, build, boot one mutant (runner: a Runner whose out_dir is where
-    the mutants' logs go).  The caller holds the work directory's lock."""
+    the mutants' logs go); with switched (the topic's mutants in one
+    kernel), a mutant in it boots that kernel with ktopic_mutant=N.  The
+    caller holds the work directory's lock."""
     store, key = stampcache.Store(cache), mutant_key(m, t)
     res = R.MutantResult(topic=m.topic, name=m.name, breaks=m.breaks, caught_by=m.caught_by,
                          status=INVALID)
@@ -166,14 +360,28 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool,
         except TypeError:
             pass
     t0 = time.monotonic()
+    if switched is not None and switched.on(m):
+        keep = _boot(runner, t, m, res, switched.commit, switched.build,
+                     {"cmdline": f"{mutswitch.VAR}={number(m)}"})
+    else:
+        keep = _own_build(runner, t, m, res, on_line)
+        own = switched.own.get(number(m)) if switched is not None else None
+        if own:
+            res.summary = f"{res.summary} (own build: {own})"[:300]
+    res.seconds = time.monotonic() - t0
+    if keep:
+        store.put(key, dataclasses.asdict(res))
+    return res
+
+
+def _own_build(runner, t: Target, m: Mutant, res: R.MutantResult, on_line) -> bool:
+    """The mutant applied, built in the branch's build directory, booted
+    (_boot); res says what happened, and the answer whether to keep it."""
     try:
         commit = mutant_commit(runner.git_dir, t.commit, m)
     except Failure as e:
         res.summary = str(e).splitlines()[0]
-        return _store(res, store, key, t0)
-    mt = dataclasses.replace(t, branch=f"{m.topic}/{m.name}", git_branch=t.branch,
-                             commit=commit, tree=Git(runner.git_dir).tree_of(commit))
-    br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
+        return True
     req = buildmod.BuildRequest(
         name=runner.build_name(t), commit=commit, base=t.base_commit or None,
         fragments=t.fragments, modules=[runner.qemu_dir / "modules" / x for x in t.modules],
@@ -183,19 +391,31 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool,
         b = buildmod.build(runner.root, runner.git_dir, req)
     except Failure as e:
         res.summary = "build: " + str(e).splitlines()[0]
-        return _store(res, store, key, t0)
+        return True
     if not b.ok:
         res.summary = f"does not build: {b.error}"
-        return _store(res, store, key, t0)
+        return True
+    return _boot(runner, t, m, res, commit, b, {})
+
+
+def _boot(runner, t: Target, m: Mutant, res: R.MutantResult, commit: str,
+          b: buildmod.BuildResult, kw: dict) -> bool:
+    """Boot the mutant's kernel b (of commit) with the branch's tests and
+    expectations (kw: the kernel arguments that turn it on, if any) and
+    judge into res: caught or survived.  Whether to keep the result: not
+    when it rests on a time-out."""
+    mt = dataclasses.replace(t, branch=f"{m.topic}/{m.name}", git_branch=t.branch,
+                             commit=commit, tree=Git(runner.git_dir).tree_of(commit))
+    br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
     runner.keep_build_outputs(mt, b)
-    booted = runner.boot_and_test(mt, br, b, stop_at=stop_line(m.caught_by))
+    booted = runner.boot_and_test(mt, br, b, stop_at=stop_line(m.caught_by), **kw)
     if booted is not None and booted.status == "stopped" and \
             not named_failed(m.caught_by, br):
         # A namesake in another suite failed: only the whole run decides.
         br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
-        runner.boot_and_test(mt, br, b)
+        runner.boot_and_test(mt, br, b, **kw)
     if t.expect and br.ok:
-        runner.expectations(mt, br, b)
+        runner.expectations(mt, br, b, **kw)
     runner.mark_in_base(mt, br)
     res.log = f"{runner.rel(runner.out(mt) / 'console.log')}"
     if br.ok:
@@ -209,18 +429,9 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool,
     # Time-outs may be load, not the mutant: a result that rests on one is
     # not kept.  One caught by another failure too is (a mutant that hangs
     # the guest after a WARNING): the time-out does not decide it.
-    if any(f.kind in LOAD_KINDS for f in br.findings) and not \
-            (res.status == CAUGHT and any(f.kind not in LOAD_KINDS | KILLED_KINDS and
-                                          not f.in_base for f in br.findings)):
-        res.seconds = time.monotonic() - t0
-        return res
-    return _store(res, store, key, t0)
-
-
-def _store(res: R.MutantResult, store: stampcache.Store, key: str, t0: float) -> R.MutantResult:
-    res.seconds = time.monotonic() - t0
-    store.put(key, dataclasses.asdict(res))
-    return res
+    return not (any(f.kind in LOAD_KINDS for f in br.findings) and not
+                (res.status == CAUGHT and any(f.kind not in LOAD_KINDS | KILLED_KINDS and
+                                              not f.in_base for f in br.findings)))
 
 
 def mutate(runner, base: Target, t: Target, mutants: list[Mutant],
@@ -248,8 +459,24 @@ def verdict(results: list[R.MutantResult]) -> tuple[str, str]:
 def run_mutants(runner, t: Target, plain: R.BranchResult, mutants: list[Mutant],
                 use_cache: bool = True, on_result=None) -> list[R.MutantResult]:
     """The mutants of one topic whose plain result (plain) is known; each
-    is a step (t.branch, "mutants") of runner.steps."""
+    is a step (t.branch, "mutants") of runner.steps, and so is the one
+    kernel of the switched ones (when two or more are to run) and its
+    boot with none on."""
     cache = runner.wd.results / "mutants"
+    store = stampcache.Store(cache)
+    todo = [m for m in mutants if not (use_cache and isinstance(store.get(mutant_key(m, t)),
+                                                                 dict))]
+    switched = None
+    if plain.ok and len(todo) >= 2:
+        with runner.steps.step(t.branch, "mutants", f"one kernel for {len(todo)} mutants",
+                               kbuild=True) as st:
+            switched = build_switched(runner, t, todo, on_line=st.line)
+            st.result(f"{sum(switched.on(m) for m in todo)} switched"
+                      if switched.build is not None else "none switched")
+        if switched.build is not None:
+            with runner.steps.step(t.branch, "mutants", "the switched kernel, no mutant on") as st:
+                check_switched(runner, t, switched, store)
+                st.result("ok" if switched.build is not None else "FAILED")
     out = []
     for m in mutants:
         if not plain.ok:
@@ -259,7 +486,8 @@ def run_mutants(runner, t: Target, plain: R.BranchResult, mutants: list[Mutant],
                                        f"{failure_summary(plain)}"[:200])
         else:
             with runner.steps.step(t.branch, "mutants", f"mutant {m.name}", kbuild=True) as st:
-                r = run_mutant(runner, t, m, cache, use_cache, on_line=st.line)
+                r = run_mutant(runner, t, m, cache, use_cache, on_line=st.line,
+                               switched=switched)
                 st.result(r.status)
         out.append(r)
         if on_result:

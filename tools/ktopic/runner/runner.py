@@ -376,11 +376,13 @@ class Runner:
                 "toolchain": "; ".join(f"{v}" for v in res.toolchain.values())}
 
     def boot_and_test(self, t: Target, br: R.BranchResult, res: buildmod.BuildResult,
-                       stop_at: re.Pattern[bytes] | None = None) -> bootmod.BootResult | None:
+                       stop_at: re.Pattern[bytes] | None = None,
+                       cmdline: str = "") -> bootmod.BootResult | None:
         """Boot t's kernel with its tests and parse their KTAP; the boot's
         result, None when there was nothing to boot.  stop_at: a console line
         that decides the run (a mutant's Caught-by failure); the boot ends
-        there, and what had not run by then is no finding."""
+        there, and what had not run by then is no finding.  cmdline: kernel
+        arguments after t's own (a switched mutant's ktopic_mutant=N)."""
         br.repro.update(self._repro(t, res))
         if res.config:
             br.repro["config_sha"] = res.config.config_hash
@@ -401,8 +403,8 @@ class Runner:
         br.repro["initramfs"] = f"sha256:{ir.sha256} ({ir.path})"
         accel = self.host.accel()[0]
         self.note(t, "boot", "running")
-        b, text, findings = self.guest(t, res.bzimage, ir.path, d / "console.log", t.cmdline,
-                                       br.repro, stop_at)
+        b, text, findings = self.guest(t, res.bzimage, ir.path, d / "console.log",
+                                       _args(t.cmdline, cmdline), br.repro, stop_at)
         br.findings.extend(findings)
         boot_bad = [f for f in findings]
         summary = f"{b.seconds:.1f}s {accel}" if not boot_bad else \
@@ -460,9 +462,11 @@ class Runner:
             findings.append(R.Finding("qemu", b.message, 0, b.qemu_stderr))
         return b, text, findings
 
-    def expectations(self, t: Target, br: R.BranchResult, res: buildmod.BuildResult) -> None:
+    def expectations(self, t: Target, br: R.BranchResult, res: buildmod.BuildResult,
+                     cmdline: str = "") -> None:
         """One boot per `expect:` entry: its module alone, with its parameters; the
-        expected report must appear (runner/expect.py).  Console: out/<branch>/expect-<name>.log."""
+        expected report must appear (runner/expect.py).  Console: out/<branch>/expect-<name>.log.
+        cmdline: kernel arguments after t's own, as boot_and_test takes them."""
         if not t.expect:
             return
         t0 = time.monotonic()
@@ -488,7 +492,8 @@ class Runner:
                                              0, str(ex).splitlines()))
                 bad.append(e.name)
                 continue
-            _b, _text, findings = self.guest(t, res.bzimage, ir.path, console, t.cmdline)
+            _b, _text, findings = self.guest(t, res.bzimage, ir.path, console,
+                                             _args(t.cmdline, cmdline))
             v = expect_mod.judge(e, findings)
             log = self.rel(console)
             for f in v.other:
@@ -579,6 +584,11 @@ class Runner:
                 f.in_base = False
             self.mark_in_base(t, br)
         return br
+
+
+def _args(*parts: str) -> str:
+    """Kernel arguments, the empty ones left out."""
+    return " ".join(p for p in parts if p)
 
 
 def main_order(targets: list[Target], costs: dict[str, int] | None = None) -> list[Target]:
