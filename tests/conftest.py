@@ -400,15 +400,19 @@ def patches_text(tmp_path_factory) -> dict[str, str]:
             "names/0001-lib-names-rename.patch": p3}
 
 
-@pytest.fixture
-def project(tmp_path, tarball, patches_text) -> Project:
-    root = tmp_path / "repo"
+def write_project(root: Path, tarball: Path, patches_text: dict[str, str]) -> Path:
+    """The synthetic project's checkout at root: manifest, patches, variants."""
     for rel, text in patches_text.items():
         (root / "patches" / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / "patches" / rel).write_text(text)
     (root / "branches.yaml").write_text(MANIFEST.format(ident=IDENT, tarball=tarball))
     variants_table(root / "qemu")
-    return Project(root, tarball)
+    return root
+
+
+@pytest.fixture
+def project(tmp_path, tarball, patches_text) -> Project:
+    return Project(write_project(tmp_path / "repo", tarball, patches_text), tarball)
 
 
 @pytest.fixture(scope="session")
@@ -432,8 +436,38 @@ def imported(project, _imported_template) -> Project:
     return project
 
 
+def _project_files(root: Path) -> dict[str, bytes]:
+    return {str(f.relative_to(root)): f.read_bytes()
+            for f in sorted(root.rglob("*")) if f.is_file() or f.is_symlink()}
+
+
+@pytest.fixture(scope="session")
+def _generated_template(tmp_path_factory, tarball, patches_text,
+                        _imported_template) -> tuple[dict[str, bytes], Path]:
+    """The synthetic project as the project fixture writes it, and its work
+    directory after one `ktopic generate`: what the generated fixture copies
+    (work directories hold no path of their project; their refs, objects,
+    stack cache and validation stamps depend only on the content)."""
+    top = tmp_path_factory.mktemp("generated")
+    root = write_project(top / "repo", tarball, patches_text)
+    wd = top / "repo-work"
+    shutil.copytree(_imported_template, wd, symlinks=True)
+    with pytest.MonkeyPatch.context() as mp:
+        hermetic_env(mp, top / "env")
+        assert cli.main(["-m", str(root / "branches.yaml"), "-w", str(wd), "generate"]) == 0
+    return _project_files(root), wd
+
+
 @pytest.fixture
-def generated(imported, ktopic) -> Project:
+def generated(request, project, _generated_template, ktopic) -> Project:
+    """The project with every branch generated.  A project as the project
+    fixture writes it gets a copy of the one generated work directory; one
+    that a fixture changed first is imported and generated here."""
+    files, wd = _generated_template
+    if _project_files(project.root) == files:
+        shutil.copytree(wd, project.workdir, symlinks=True)
+        return project
+    imported = request.getfixturevalue("imported")
     r = ktopic(*imported.args("generate"))
     assert r.status == 0, r
     return imported
