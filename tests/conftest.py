@@ -136,15 +136,29 @@ def _skip_reason(rep) -> str:
 
 
 _MISSING: dict[str, list[str]] = {}
+_NO_SKIP = " (make test and CI=true do not skip: install it, or mark the test optional)"
 
 
 def _fail_skip(rep, optional: bool) -> None:
     if not rep.skipped or hasattr(rep, "wasxfail") or optional or not strict():
         return
-    reason = _skip_reason(rep)
-    _MISSING.setdefault(reason, []).append(rep.nodeid)
     rep.outcome = "failed"
-    rep.longrepr = f"{reason} (make test and CI=true do not skip: install it, or mark the test optional)"
+    rep.longrepr = _skip_reason(rep) + _NO_SKIP
+
+
+def _note_missing(rep) -> None:
+    """Counted where the summary is written: under pytest-xdist the
+    reports made failed in a worker reach the controller's hooks too."""
+    if rep.failed and isinstance(rep.longrepr, str) and rep.longrepr.endswith(_NO_SKIP):
+        _MISSING.setdefault(rep.longrepr.removesuffix(_NO_SKIP), []).append(rep.nodeid)
+
+
+def pytest_runtest_logreport(report):
+    _note_missing(report)
+
+
+def pytest_collectreport(report):
+    _note_missing(report)
 
 
 @pytest.hookimpl(hookwrapper=True)
