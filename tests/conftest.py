@@ -65,8 +65,24 @@ def variants_table(qemu_dir: Path) -> Path:
     return qemu_dir
 
 
-needs_b4 = pytest.mark.skipif(shutil.which("b4") is None,
-                              reason="missing b4: apt-get install b4 (make deps)")
+def smtp_controller():
+    """aiosmtpd's Controller, the loopback SMTP server of the mail tests."""
+    try:
+        from aiosmtpd.controller import Controller
+    except ImportError:
+        missing("python3-aiosmtpd", "apt-get install python3-aiosmtpd (make deps)")
+    return Controller
+
+
+def needs(program: str, package: str):
+    """A test that runs program (on PATH): a missing part without it."""
+    return pytest.mark.skipif(shutil.which(program) is None,
+                              reason=f"missing {program}: apt-get install {package} (make deps)")
+
+
+needs_b4 = needs("b4", "b4")
+needs_gcc = needs("gcc", "gcc")
+needs_make = needs("make", "make")
 
 
 @pytest.fixture
