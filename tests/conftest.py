@@ -65,8 +65,24 @@ def variants_table(qemu_dir: Path) -> Path:
     return qemu_dir
 
 
-needs_b4 = pytest.mark.skipif(shutil.which("b4") is None,
-                              reason="missing b4: apt-get install b4 (make deps)")
+def smtp_controller():
+    """aiosmtpd's Controller, the loopback SMTP server of the mail tests."""
+    try:
+        from aiosmtpd.controller import Controller
+    except ImportError:
+        missing("python3-aiosmtpd", "apt-get install python3-aiosmtpd (make deps)")
+    return Controller
+
+
+def needs(program: str, package: str):
+    """A test that runs program (on PATH): a missing part without it."""
+    return pytest.mark.skipif(shutil.which(program) is None,
+                              reason=f"missing {program}: apt-get install {package} (make deps)")
+
+
+needs_b4 = needs("b4", "b4")
+needs_gcc = needs("gcc", "gcc")
+needs_make = needs("make", "make")
 
 
 @pytest.fixture
@@ -136,15 +152,29 @@ def _skip_reason(rep) -> str:
 
 
 _MISSING: dict[str, list[str]] = {}
+_NO_SKIP = " (make test and CI=true do not skip: install it, or mark the test optional)"
 
 
 def _fail_skip(rep, optional: bool) -> None:
     if not rep.skipped or hasattr(rep, "wasxfail") or optional or not strict():
         return
-    reason = _skip_reason(rep)
-    _MISSING.setdefault(reason, []).append(rep.nodeid)
     rep.outcome = "failed"
-    rep.longrepr = f"{reason} (make test and CI=true do not skip: install it, or mark the test optional)"
+    rep.longrepr = _skip_reason(rep) + _NO_SKIP
+
+
+def _note_missing(rep) -> None:
+    """Counted where the summary is written: under pytest-xdist the
+    reports made failed in a worker reach the controller's hooks too."""
+    if rep.failed and isinstance(rep.longrepr, str) and rep.longrepr.endswith(_NO_SKIP):
+        _MISSING.setdefault(rep.longrepr.removesuffix(_NO_SKIP), []).append(rep.nodeid)
+
+
+def pytest_runtest_logreport(report):
+    _note_missing(report)
+
+
+def pytest_collectreport(report):
+    _note_missing(report)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -400,15 +430,19 @@ def patches_text(tmp_path_factory) -> dict[str, str]:
             "names/0001-lib-names-rename.patch": p3}
 
 
-@pytest.fixture
-def project(tmp_path, tarball, patches_text) -> Project:
-    root = tmp_path / "repo"
+def write_project(root: Path, tarball: Path, patches_text: dict[str, str]) -> Path:
+    """The synthetic project's checkout at root: manifest, patches, variants."""
     for rel, text in patches_text.items():
         (root / "patches" / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / "patches" / rel).write_text(text)
     (root / "branches.yaml").write_text(MANIFEST.format(ident=IDENT, tarball=tarball))
     variants_table(root / "qemu")
-    return Project(root, tarball)
+    return root
+
+
+@pytest.fixture
+def project(tmp_path, tarball, patches_text) -> Project:
+    return Project(write_project(tmp_path / "repo", tarball, patches_text), tarball)
 
 
 @pytest.fixture(scope="session")
@@ -432,8 +466,38 @@ def imported(project, _imported_template) -> Project:
     return project
 
 
+def _project_files(root: Path) -> dict[str, bytes]:
+    return {str(f.relative_to(root)): f.read_bytes()
+            for f in sorted(root.rglob("*")) if f.is_file() or f.is_symlink()}
+
+
+@pytest.fixture(scope="session")
+def _generated_template(tmp_path_factory, tarball, patches_text,
+                        _imported_template) -> tuple[dict[str, bytes], Path]:
+    """The synthetic project as the project fixture writes it, and its work
+    directory after one `ktopic generate`: what the generated fixture copies
+    (work directories hold no path of their project; their refs, objects,
+    stack cache and validation stamps depend only on the content)."""
+    top = tmp_path_factory.mktemp("generated")
+    root = write_project(top / "repo", tarball, patches_text)
+    wd = top / "repo-work"
+    shutil.copytree(_imported_template, wd, symlinks=True)
+    with pytest.MonkeyPatch.context() as mp:
+        hermetic_env(mp, top / "env")
+        assert cli.main(["-m", str(root / "branches.yaml"), "-w", str(wd), "generate"]) == 0
+    return _project_files(root), wd
+
+
 @pytest.fixture
-def generated(imported, ktopic) -> Project:
+def generated(request, project, _generated_template, ktopic) -> Project:
+    """The project with every branch generated.  A project as the project
+    fixture writes it gets a copy of the one generated work directory; one
+    that a fixture changed first is imported and generated here."""
+    files, wd = _generated_template
+    if _project_files(project.root) == files:
+        shutil.copytree(wd, project.workdir, symlinks=True)
+        return project
+    imported = request.getfixturevalue("imported")
     r = ktopic(*imported.args("generate"))
     assert r.status == 0, r
     return imported

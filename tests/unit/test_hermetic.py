@@ -15,12 +15,16 @@ def _unit(*names: str) -> list[str]:
     return [str(p.relative_to(REPO)) for n in names for p in REPO.glob(f"tests/unit/**/{n}")]
 
 
-def test_unit_tests_write_nothing_outside_their_tmp(tmp_path):
+def test_unit_tests_write_nothing_outside_their_tmp(tmp_path, tmp_path_factory):
     home, cache = tmp_path / "home", tmp_path / "cache"
     home.mkdir()
     cache.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KTOPIC_", "XDG_"))}
-    env.update(HOME=str(home), XDG_CACHE_HOME=str(cache), PYTEST_ADDOPTS="-p no:cacheprovider")
+    # Its own base temporary directory: the default one, shared with every
+    # other run, is where pytest removes old runs' directories on exit.
+    basetemp = tmp_path_factory.mktemp("inner")
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(cache),
+               PYTEST_ADDOPTS=f"-p no:cacheprovider --basetemp={basetemp}")
     p = subprocess.run(["/usr/bin/python3", "-m", "pytest", "-c", "tests/pytest.ini",
                         "--rootdir=tests", "-q", *_unit("test_manifest_errors.py", "test_mail.py"),
                         "-k", "wrong-type or missing_manifest or bad_patch_file or test_targets"],

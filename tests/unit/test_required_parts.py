@@ -1,8 +1,9 @@
 """Under `make test` and with CI=true a test that skips for a missing part
 fails, naming it; run by hand it skips; tests marked optional may skip
 anywhere.  Shown on a machine without chromium (hidden from PATH), with the
-pytest command `make test` runs (taken from `make -n`, so the Makefile's
-settings are what is tested)."""
+pytest command `make test` runs, and on one without b4 with the command of
+`make check` (taken from `make -n`, so the Makefile's settings are what is
+tested)."""
 
 from __future__ import annotations
 
@@ -15,17 +16,18 @@ from conftest import REPO, path_without
 CHROMIUM_TESTS = "tests/e2e/test_report_chromium.py"
 
 
-def make_test_command(tests: str) -> str:
-    out = subprocess.run(["make", "-n", "-s", "-C", str(REPO), "test", f"TESTS={tests}"],
+def make_test_command(tests: str, target: str = "test", var: str = "TESTS") -> str:
+    out = subprocess.run(["make", "-n", "-s", "-C", str(REPO), target, f"{var}={tests}"],
                          capture_output=True, text=True, check=True).stdout
     [cmd] = [ln for ln in out.splitlines() if " pytest " in ln]
     return cmd
 
 
-def run(cmd: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+def run(cmd: str, tmp_path: Path, without: str = "chromium", **env: str
+        ) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if k not in ("CI", "KTOPIC_TEST_STRICT")}
-    e.update(PATH=path_without(tmp_path / "bin", "chromium"), HOME=str(tmp_path),
-             PYTEST_ADDOPTS="-p no:cacheprovider", **env)
+    e.update(PATH=path_without(tmp_path / "bin", without), HOME=str(tmp_path),
+             PYTEST_ADDOPTS=f"-p no:cacheprovider --basetemp={tmp_path / 'basetemp'}", **env)
     return subprocess.run(["sh", "-c", cmd], cwd=REPO, env=e, capture_output=True, text=True,
                           timeout=600)
 
@@ -76,3 +78,20 @@ def test_optional_variant_may_skip_strict(tmp_path):
     assert p.returncode == 1, p.stdout + p.stderr
     assert missing_lines(p) == ["MISSING frobnicator: apt-get install frob (1 test)"], p.stdout
     assert "1 passed, 1 skipped, 1 error" in p.stdout, p.stdout
+
+
+B4_TESTS = "tests/unit/send/test_mail_output.py"
+
+
+def test_make_check_by_hand_skips_a_missing_part_and_ci_fails(tmp_path):
+    """`make check` is the command a maintainer types: a missing b4 skips
+    the tests that need it, saying why, and the run passes; the same
+    command with CI=true fails, naming b4."""
+    cmd = make_test_command(B4_TESTS, "check", "CHECK_TESTS") + " -rs"
+    p = run(cmd, tmp_path, without="b4")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "5 skipped" in p.stdout and "missing b4" in p.stdout, p.stdout
+    assert not missing_lines(p) and " failed" not in p.stdout, p.stdout
+    p = run(cmd, tmp_path, without="b4", CI="true")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert missing_lines(p) == ["MISSING b4: apt-get install b4 (make deps) (5 tests)"], p.stdout

@@ -102,7 +102,7 @@ def test_exit_before_done(tmp_path, monkeypatch):
 
 
 def test_silence(tmp_path, monkeypatch):
-    r = run(tmp_path, monkeypatch, "echo hello; sleep 60\n", timeout=120, silence=2)
+    r = run(tmp_path, monkeypatch, "echo hello; sleep 60\n", timeout=120, silence=1)
     assert r.status == "silence" and "no console output" in r.message
     assert r.seconds < 50           # the guest sleeps 60 s: not waited for
     no_leftovers(tmp_path)
@@ -110,7 +110,7 @@ def test_silence(tmp_path, monkeypatch):
 
 def test_overall_timeout_with_chatty_guest(tmp_path, monkeypatch):
     r = run(tmp_path, monkeypatch, "echo tick; while :; do echo tick; sleep 0.1; done\n",
-            timeout=3, silence=100)
+            timeout=1.5, silence=100)
     assert r.status == "timeout"
     assert r.console.read_text().count("tick") >= 1
     no_leftovers(tmp_path)

@@ -15,7 +15,7 @@ sys.path.insert(0, str(REPO / "tools"))
 from ktopic.kernel import initramfs  # noqa: E402
 from ktopic.errors import Failure  # noqa: E402
 
-from conftest import missing  # noqa: E402
+from conftest import missing, needs_gcc  # noqa: E402
 
 INIT = REPO / "qemu" / "init" / "init.c"
 
@@ -62,6 +62,7 @@ def build(tmp_path, cache, parts):
         kernel_modules=kmods))
 
 
+@needs_gcc
 def test_layout_and_reproducibility(tmp_path, parts):
     r1 = build(tmp_path, "c1", parts)
     r2 = build(tmp_path, "c2", parts)          # separate caches: built twice
@@ -80,6 +81,7 @@ def test_layout_and_reproducibility(tmp_path, parts):
     assert by["lib/modules/test/test_mod.ko"]["data"] == b"\x7fELF fake module"
 
 
+@needs_gcc
 def test_cpio_tool_agrees(tmp_path, parts):
     r = build(tmp_path, "c", parts)
     try:
@@ -89,6 +91,7 @@ def test_cpio_tool_agrees(tmp_path, parts):
     assert b"tests/zz_prog" in p.stdout and p.returncode == 0
 
 
+@needs_gcc
 def test_cached_by_content(tmp_path, parts):
     r1 = build(tmp_path, "c", parts)
     mtime = r1.path.stat().st_mtime_ns
@@ -99,6 +102,7 @@ def test_cached_by_content(tmp_path, parts):
     assert r3.sha256 != r1.sha256
 
 
+@needs_gcc
 def test_compile_error_is_a_failure(tmp_path):
     bad = tmp_path / "bad.c"
     bad.write_text("int main(void) { return }\n")
@@ -106,6 +110,7 @@ def test_compile_error_is_a_failure(tmp_path):
         initramfs.compile_static(bad, tmp_path / "cache")
 
 
+@needs_gcc
 def test_two_files_for_one_path(tmp_path, parts):
     progs, mods, kmods = parts
     dup = tmp_path / "other" / "test_mod.ko"

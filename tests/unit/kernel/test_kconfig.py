@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO  # noqa: E402  (the checkout, wherever this file sits)
+from conftest import needs_gcc, needs_make  # noqa: E402
 sys.path.insert(0, str(REPO / "tools"))
 
 from ktopic.kernel import kconfig  # noqa: E402
@@ -88,6 +89,8 @@ olddefconfig:
 FAKE_MERGE = 'shift 3; cat "$@" > "$KCONFIG_CONFIG"\n'
 
 
+@needs_make
+@needs_gcc
 def test_configure_keeps_a_config_whose_inputs_are_unchanged(tmp_path):
     """Every build used to run allnoconfig and olddefconfig, and make then
     ran syncconfig for the rewritten .config: Kconfig's compiler tests each

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -49,12 +50,11 @@ diff --git a/f b/f
 """
 
 
-@pytest.fixture
-def job(tmp_path, monkeypatch, parser):  # noqa: F811
-    """base (files f g h: 0); topic/a: f=1; topic/b on a: g=1 (KCSAN
-    variant); topic/c on base: h=1; for-next: all three.  Build, gates and
-    boot are fakes that record what ran, in order."""
-    src = tmp_path / "seed"
+@pytest.fixture(scope="module")
+def _seed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """The job's branches as a bare repository, made once and copied by
+    every test: its path and its heads (commit -> branch)."""
+    src = tmp_path_factory.mktemp("mainjob") / "seed"
     src.mkdir()
 
     def git(*a):
@@ -76,12 +76,21 @@ def job(tmp_path, monkeypatch, parser):  # noqa: F811
     commit(h="1\n")
     git("checkout", "-q", "-b", "topic/c", "base")
     commit(h="1\n")
+    bare = src.parent / "linux.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(src), str(bare)], env=ENV, check=True)
+    return bare, {git("rev-parse", b): b for b in ("base", "topic/a", "topic/b", "topic/c",
+                                                    "for-next")}
+
+
+@pytest.fixture
+def job(tmp_path, monkeypatch, parser, _seed):  # noqa: F811
+    """base (files f g h: 0); topic/a: f=1; topic/b on a: g=1 (KCSAN
+    variant); topic/c on base: h=1; for-next: all three.  Build, gates and
+    boot are fakes that record what ran, in order."""
+    bare, heads = _seed
     root = tmp_path / "work"
     root.mkdir()
-    subprocess.run(["git", "clone", "-q", "--bare", str(src), str(root / "linux.git")],
-                   env=ENV, check=True)
-    heads = {git("rev-parse", b): b for b in ("base", "topic/a", "topic/b", "topic/c",
-                                               "for-next")}
+    shutil.copytree(bare, root / "linux.git", symlinks=True)
     repo = tmp_path / "repo"
     for d in ("configs", "init", "tests", "mutants/a"):
         (repo / "qemu" / d).mkdir(parents=True)

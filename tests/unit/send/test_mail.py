@@ -191,7 +191,8 @@ class Sink:
 @contextlib.contextmanager
 def smtp_sink(gitconfig: Path, fail_at: int | None = None):
     """A loopback SMTP server that git's sendemail.* configuration names."""
-    from aiosmtpd.controller import Controller
+    from conftest import smtp_controller
+    Controller = smtp_controller()
 
     class AnyPort(Controller):
         """Binds port 0 (the kernel picks a free one: no window in which

@@ -86,7 +86,8 @@ class SlowSink:
 
 
 def _slow_sink(gitconfig, sink):
-    from aiosmtpd.controller import Controller
+    from conftest import smtp_controller
+    Controller = smtp_controller()
     import contextlib
 
     class AnyPort(Controller):

@@ -3,10 +3,13 @@ git request-pull text, on the synthetic project; bad input."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from conftest import missing
 
 
 @pytest.fixture(autouse=True)
@@ -45,6 +48,8 @@ def public_repo(tmp_path, gitconfig) -> Path:
 
 
 def test_signed_tag_and_request_pull(generated, ktopic, tmp_path, gitconfig, monkeypatch):
+    if shutil.which("gpg") is None:
+        missing("gpg", "apt-get install gnupg (make deps)")
     gnupg = tmp_path / "gnupg"
     gnupg.mkdir(mode=0o700)
     monkeypatch.setenv("GNUPGHOME", str(gnupg))
