@@ -17,11 +17,11 @@ sys.path.insert(0, str(REPO / "tools"))
 from ktopic.kernel import build as buildmod  # noqa: E402
 from ktopic.model import results as R  # noqa: E402
 from ktopic.model import targets as T  # noqa: E402
-from ktopic.model.workdir import Workdir  # noqa: E402
 from ktopic.runner import mutate as M  # noqa: E402
 from ktopic.runner import mutswitch as S  # noqa: E402
 from ktopic.runner.options import Options  # noqa: E402
 from ktopic.kernel.steplog import StepLog  # noqa: E402
+from test_mutate import FakeRunner as PlainFakeRunner  # noqa: E402
 
 ENV = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t",
            GIT_COMMITTER_EMAIL="t@e", GIT_CONFIG_NOSYSTEM="1", HOME="/nonexistent")
@@ -52,37 +52,16 @@ def mutant_file(tmp: Path, name: str, path: str, old: str, new: str,
     return M.parse_mutant(p, "a")
 
 
-class FakeRunner:
+class FakeRunner(PlainFakeRunner):
     """Build and boot replaced.  A boot 'fails' when lib/f.c, as the
     compiler sees it with the boot's ktopic_mutant=N, doubles before it
     adds (mutant 0001) or adds 5 (0003); the rest survive."""
 
     def __init__(self, root, repo):
-        self.root, self.git_dir = root, repo / ".git"
-        self.wd = Workdir(root)
-        self.qemu_dir = root / "qemu"
-        self.opts = Options(jobs=1, progress=False)
-        self.out_dir = root / "out"
+        super().__init__(root, repo, fail_on="")
         self.steps = StepLog()
         self.boots: list[tuple[str, str]] = []      # (commit, cmdline)
         self.fail_off = False
-
-    def build_name(self, t):
-        return "topic_a"
-
-    def seed(self, t):
-        return None
-
-    def out(self, t):
-        d = self.out_dir / R.branch_dir(t.branch)
-        d.mkdir(parents=True, exist_ok=True)
-        return d
-
-    def rel(self, p):
-        return str(p.relative_to(self.out_dir))
-
-    def keep_build_outputs(self, t, res):
-        pass
 
     def boot_and_test(self, t, br, res, stop_at=None, cmdline=""):
         self.boots.append((t.commit, cmdline))
@@ -98,9 +77,6 @@ class FakeRunner:
             br.stages.append(R.StageResult("test", R.PASS, 0.0, "ok"))
 
     def expectations(self, t, br, res, cmdline=""):
-        pass
-
-    def mark_in_base(self, t, br):
         pass
 
 
