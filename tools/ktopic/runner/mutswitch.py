@@ -154,18 +154,31 @@ def _macro_lex(lines: list[str], d: int, e: int) -> Lexed:
     return lex([_CONT.sub("", x.rstrip("\n")) + "\n" for x in body])
 
 
-def _macro_block(lx: Lexed, line: int) -> str:
-    """"ok" when line of a macro body lies in its do { ... } while (0)
-    block (or a bare block), where statements are; else why not."""
+def _open_brackets(lx: Lexed, line: int, before: int,
+                   skip_pp: bool) -> list[tuple[str, list[str]]]:
+    """The brackets still open at the start of line, outermost first, each
+    with the (up to) before tokens that precede it; preprocessor lines are
+    left out if skip_pp."""
     stack: list[tuple[str, list[str]]] = []
     window: list[str] = []
     for i in range(line):
+        if skip_pp and lx.pp[i]:
+            continue
         for t in lx.tokens[i]:
             if t in _OPEN:
-                stack.append((t, window[-1:]))
+                stack.append((t, window[-before:]))
             elif t in _CLOSE and stack:
                 stack.pop()
             window.append(t)
+            if len(window) > 2 * before + 2:
+                window = window[-before - 1:]
+    return stack
+
+
+def _macro_block(lx: Lexed, line: int) -> str:
+    """"ok" when line of a macro body lies in its do { ... } while (0)
+    block (or a bare block), where statements are; else why not."""
+    stack = _open_brackets(lx, line, before=1, skip_pp=False)
     if not stack or any(t != "{" for t, _ in stack) or stack[0][1] not in ([], ["do"]):
         return "in a macro body, not in its do-while block"
     return "ok"
@@ -438,19 +451,7 @@ def labels(lx: Lexed, start: int, end: int) -> list[str]:
 def _enclosing(lx: Lexed, line: int) -> str:
     """"ok" when line lies in a compound statement (a function body or a
     block in one); else why not."""
-    stack: list[tuple[str, list[str]]] = []
-    window: list[str] = []
-    for i in range(line):
-        if lx.pp[i]:
-            continue
-        for t in lx.tokens[i]:
-            if t in _OPEN:
-                stack.append((t, window[-3:]))
-            elif t in _CLOSE and stack:
-                stack.pop()
-            window.append(t)
-            if len(window) > 8:
-                window = window[-4:]
+    stack = _open_brackets(lx, line, before=3, skip_pp=True)
     braces = [before for t, before in stack if t == "{"]
     if not braces or any(t != "{" for t, _ in stack):
         return "at file scope" if not stack else "inside an expression"
