@@ -28,7 +28,7 @@ from ktopic.kernel import build as buildmod
 from ktopic.kernel import console_scan, initramfs, kconfig, ktap, seeds
 from ktopic.kernel.steplog import StepLog, ccache_counter
 from ktopic.model import results as R
-from ktopic.model import variants
+from ktopic.model import sanitizerplan, variants
 from ktopic.model.results import CACHED, FAIL, PASS, SKIP
 from ktopic.model.targets import BASE, INTEGRATION, Target, select, targets_from_manifest
 from ktopic.plumbing.gitutil import Git
@@ -79,6 +79,11 @@ class Runner:
     def note(self, t: Target, stage: str, status: str, summary: str = "") -> None:
         if self.live is not None:
             self.live.update(t.branch, stage, status, summary)
+
+    def say(self, text: str) -> None:
+        """A line of the run's log (nothing without a live table)."""
+        if self.live is not None:
+            self.live.console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     def out(self, t: Target) -> Path:
         d = self.out_dir / rep.branch_dir(t.branch)
@@ -637,8 +642,11 @@ def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_rep
     lock, in main_order(); the report lists them in the manifest's order.
     With opts.mutate each topic's mutants (qemu/mutants/<topic>/) run
     right after its plain result, as `ktopic mutate` runs them."""
-    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.variant,
-                                           sanitizers=opts.sanitizers), names)
+    every = targets_from_manifest(m, Path(m.root) / "qemu", opts.variant,
+                                  sanitizers=opts.sanitizers)
+    # The integration branch under a sanitizer covers the topics' builds under it.
+    plan = sanitizerplan.plan(select(every, names), every)
+    targets = plan.targets
     # Parse every mutant first: a malformed one stops the run before any build.
     mutants = {t.topic: mut.load_mutants(Path(m.root) / "qemu" / "mutants", t.topic)
                for t in targets if opts.mutate and t.topic not in (BASE, INTEGRATION)}
@@ -651,6 +659,8 @@ def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_rep
         ctx = live if live is not None else contextlib.nullcontext()
         with ctx, _steps(live, Path(wd.root)) as steps:
             runner = Runner(wd, m, out_dir, opts, live, steps)
+            for line in plan.lines():
+                runner.say(line)
             topics = list(dict.fromkeys(t.topic for t in targets
                                         if t.topic not in (BASE, INTEGRATION)))
 
