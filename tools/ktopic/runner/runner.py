@@ -36,6 +36,7 @@ from ktopic.report import report as rep
 from ktopic.runner.cachekeys import compute_keys
 from ktopic.runner import expect as expect_mod
 from ktopic.runner import attribute
+from ktopic.runner import followup
 from ktopic.runner import mutate as mut
 from ktopic.runner import pairs
 from ktopic.runner import tiers
@@ -198,6 +199,12 @@ class Runner:
                 found = pairs.find(self, t, br, self.opts.attribute)
             br.attribution = found or attribute.first_bad(self, t, br, self.opts.attribute)
         self.note(t, "attribute", FAIL, rep.attribution_text(t.branch, br.attribution))
+
+    def follow_up(self, t: Target, br: R.BranchResult, done) -> None:
+        """The integration branch under a sanitizer reported: build the
+        topics (or the base) the report is in under it, each handed to
+        done(target, result) (runner/followup.py)."""
+        followup.follow(self, t, br, done)
 
     def mutant_runner(self) -> "Runner":
         """A runner whose outputs go to <out>/mutants/ (what `ktopic mutate`
@@ -681,10 +688,16 @@ def _run_in_order(runner: Runner, targets: list[Target], mutants: dict, costs,
     after its plain result."""
     mrunner = None
     done: dict[int, R.BranchResult] = {}
+    followed: list[Target] = []
+
+    def follow_done(ft: Target, fbr: R.BranchResult) -> None:
+        followed.append(ft)
+        done[id(ft)] = fbr
     for t in [t for t in targets if t.topic == BASE]:
         done[id(t)] = runner.run(t)
     for t in main_order([t for t in targets if t.topic != BASE], costs()):
         done[id(t)] = br = runner.run(t)
+        runner.follow_up(t, br, follow_done)
         runner.attribute(t, br)
         if mutants.get(t.topic) and not t.variant and t.topic not in runner.gate_failed:
             mrunner = mrunner or runner.mutant_runner()
@@ -693,7 +706,7 @@ def _run_in_order(runner: Runner, targets: list[Target], mutants: dict, costs,
             report.mutants += got
             if live is not None:
                 live.update(t.branch, "mutants", *mut.verdict(got))
-    report.branches = [done[id(t)] for t in targets]
+    report.branches = [done[id(t)] for t in targets + followed]
 
 
 def _finish(report: R.Report, steps: StepLog, out_dir: Path, write_report: bool) -> R.Report:
