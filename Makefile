@@ -17,10 +17,11 @@ all: deps main
 # pending and the log says "first verdict: N/M branches pass".  Tier 2,
 # the depth: per topic its build gates (every commit builds; no new
 # W=1/sparse warning) and its mutants (each must make the topic's tests
-# fail), then the KCSAN variants; the report fills in.  Everything is
-# cached by content: only what changed is built and booted.  Exits 1 if
-# either tier failed.  `make gates`, `make ci`, `make mutate` still run
-# one part alone.  --main-job names these gates (--bisect --warnings
+# fail), then for-next+kcsan, the one KCSAN kernel (a race it reports
+# builds the topic it is in, or the base, under KCSAN to say whose it
+# is); the report fills in.  Everything is cached by content: only what
+# changed is built and booted.  Exits 1 if either tier failed.  `make
+# gates`, `make ci`, `make mutate` still run one part alone.  --main-job names these gates (--bisect --warnings
 # --mutate) in one place, runner/options.py, for this job and every
 # pipeline job (ci/run-branch), so that a branch's pipeline job gives the
 # main job's verdict.  docs/ci.md, "The main job".

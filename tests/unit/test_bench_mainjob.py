@@ -53,3 +53,22 @@ def test_floor_and_avoidable_builds():
         ("for-next", "")]
     assert [(s["branch"], s["commit"]) for s in avoidable] == [
         ("topic/fs", "narrow"), ("topic/six+kcsan", "")]
+
+
+def test_the_main_jobs_floor_has_one_kcsan_build_and_the_follow_ups_it_made():
+    """The main job builds no base+kcsan: for-next+kcsan, the one KCSAN
+    build, is measured against the plain base; a build that attributes its
+    report (marked `follows` in report.json) had to be made, whatever its
+    tree changes."""
+    def step(branch, kbuild, **kw):
+        return {"branch": branch, "stage": "build", "what": "build", "commit": "",
+                "kbuild": kbuild, "seconds": 1.0, "integration": branch.startswith("for-next"),
+                **kw}
+    green = [step("base", 1000), step("topic/six", 40), step("for-next", 999),
+             step("for-next+kcsan", 1060)]
+    floor, avoidable = bm.floor_steps(green, lambda s: False)
+    assert [s["branch"] for s in floor] == ["base", "for-next", "for-next+kcsan"]
+    assert not avoidable
+    red = green + [step("topic/six+kcsan", 980, follows=True)]
+    floor, avoidable = bm.floor_steps(red, lambda s: False)
+    assert [s["branch"] for s in floor][-1] == "topic/six+kcsan" and not avoidable

@@ -4,7 +4,8 @@
 What `make` runs after installing packages: `ktopic import-base`,
 `generate`, `status`, then one `ktopic ci --main-job` (--bisect
 --warnings --mutate: every topic's gates, build, boot, tests, expectation
-boots, mutants and KCSAN variant, the integration branch last).  It runs in a scratch work
+boots and mutants, the integration branch last, then for-next+kcsan, the
+one kernel the main job builds under KCSAN).  It runs in a scratch work
 directory (benchlib.scratch_workdir: a shared clone of the repository of
 $KTOPIC_WORKDIR, or ~/.cache/ktopic; no build directory, no result or
 gate cache, an EMPTY ccache), once cold and once warm (nothing changed).
@@ -15,16 +16,22 @@ over branches: bisect builds, warnings, build, boot+tests, mutants, ...);
 and the FLOOR: the sum of the builds that had to compile (nearly)
 everything, from out/steps.json (each step's kbuild count):
 
-    the base, and each variant's base        (a new configuration)
+    the base                                 (a new configuration)
     a bisect build of a commit that changes a widely included header
-    a variant build of a topic that changes one (new content, new config)
-    the integration branch, and its variants (the topics' headers together)
+    the integration branch, and its variants (the topics' headers together;
+                                              for-next+kcsan: KCSAN's one)
+    a build that attributes a variant's report of the integration branch
+      (topic/mm+kcsan, base+kcsan: only when for-next+kcsan reported a race)
+    a subset's (a topic's own run, where no for-next+kcsan covers it):
+      each variant's base, and the variant build of a topic that changes
+      a widely included header (new content, new config)
 
 "Nearly everything": at least half the kbuild steps of the base's build
-under the same variant.  "Widely included": a header that at least half
-of the base build's objects depend on (their .cmd files).  Every other
-build that compiled nearly everything is listed as AVOIDABLE: that is
-time a better order or seed would save.  Targets: cold <= 45 min wall
+under the same variant, or of the plain base's when the base was not
+built under it (the main job, green).  "Widely included": a header that
+at least half of the base build's objects depend on (their .cmd files).
+Every other build that compiled nearly everything is listed as
+AVOIDABLE: that is time a better order or seed would save.  Targets: cold <= 45 min wall
 and <= 1.3 x the floor; warm <= 15 s.
 
 The whole cold job takes an hour or more on a shared 2-core machine.
@@ -110,7 +117,7 @@ def floor_steps(steps: list[dict], changes_wide) -> tuple[list[dict], list[dict]
     everything.  changes_wide(step) says whether the step's commit (a
     bisect build) or tree (a variant's build) changes a wide header."""
     full: dict[str, int] = {}
-    for s in steps:
+    for s in steps:   # the base under each variant it was built with
         if s["stage"] == "build" and s["branch"].split("+")[0] == "base":
             full.setdefault(variant_of(s["branch"]), s["kbuild"])
     floor, avoidable = [], []
@@ -122,7 +129,7 @@ def floor_steps(steps: list[dict], changes_wide) -> tuple[list[dict], list[dict]
             continue
         base = s["branch"].split("+")[0] == "base"
         integration = s.get("integration", False)
-        had_to = base or integration or \
+        had_to = base or integration or s.get("follows", False) or \
             (s["stage"] == "bisect builds" and changes_wide(s)) or \
             (s["stage"] == "build" and variant_of(s["branch"]) and changes_wide(s))
         (floor if had_to else avoidable).append(s)
@@ -138,6 +145,7 @@ def floor_of(report: dict, steps: list[dict], wd: Path):
     git_dir = wd / "linux.git"
     wide = wide_headers(wd / "build" / "base", wd / "src")
     integ = {b["branch"] for b in report["branches"] if b.get("topic") == "integration"}
+    follows = {b["branch"] for b in report["branches"] if b.get("follows")}
 
     def changes_wide(s: dict) -> bool:
         if s["stage"] == "bisect builds" and s.get("commit"):
@@ -151,6 +159,7 @@ def floor_of(report: dict, steps: list[dict], wd: Path):
         return bool(wide & set(files))
     for s in steps:
         s["integration"] = s["branch"] in integ
+        s["follows"] = s["branch"] in follows
     floor, avoidable = floor_steps(steps, changes_wide)
     return wide, floor, avoidable
 

@@ -29,12 +29,17 @@ def _dir(wd, branch: str, variant: str) -> Path:
 
 def candidates(m, name: str) -> tuple[str, list[str]]:
     """(the branch of name, the branches it may be seeded from, nearest
-    last when trees tie): the base, then the dependencies in closure order
-    (a topic) or every topic of the integration branch."""
+    last when trees tie): the base, then every topic of the integration
+    branch; or (a topic) the base, the integration branch, then the
+    dependencies in closure order.  A topic's new build directory comes
+    after the integration branch's only in a warm work directory, or when
+    it attributes the integration branch's report under a sanitizer
+    (runner/followup.py): there no base is built under the variant."""
     if name == INTEGRATION:
         return m.integration.branch, [BASE] + [m.topics[t].branch
                                                for t in m.integration.topics]
-    return m.topics[name].branch, [BASE] + [m.topics[d].branch for d in m.closure(name)]
+    return m.topics[name].branch, [BASE, m.integration.branch] + \
+        [m.topics[d].branch for d in m.closure(name)]
 
 
 def changed_files(git_dir: Path, a: str, b: str) -> int | None:

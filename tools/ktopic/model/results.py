@@ -86,6 +86,12 @@ class BranchResult:
     attribution: dict = field(default_factory=dict)   # its failure's first bad commit:
                                      # commit, subject, patch, boots, skipped, other;
                                      # or range and stopped (runner/attribute.py)
+    followups: list[dict] = field(default_factory=list)   # the integration branch under
+                                     # a variant: per build that attributes its report
+                                     # (runner/followup.py): branch, topic, kind, files,
+                                     # reports, shows (that build shows it too)
+    follows: dict = field(default_factory=dict)   # such a build: the branch whose report it
+                                     # attributes, with kind, files, reports, shows
 
     def stage(self, name: str) -> StageResult | None:
         return next((s for s in self.stages if s.stage == name), None)

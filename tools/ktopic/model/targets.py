@@ -45,6 +45,13 @@ class Target:
         return self.spec.ref
 
     @property
+    def beside(self) -> bool:
+        """A sanitizer variant's target beside the plain run of the same
+        branch ("topic/mm+kcsan"), not a target of a whole run's variant."""
+        return bool(self.variant) and self.branch == variant_branch(self.spec.branch,
+                                                                      self.variant)
+
+    @property
     def topic(self) -> str:
         return self.spec.name
 
@@ -96,11 +103,16 @@ def targets_from_manifest(m, qemu_dir: Path, variant: str = "",
                 for v in s.sanitizers:
                     want.setdefault(v, []).append(s)
         for v, topics in want.items():
-            vcfg = variants.get(qemu_dir, v).config
-            for s in [specs[0], *topics, specs[-1]]:
-                out.append(Target(s, [base_cfg, *s.fragments, vcfg], v,
-                                  variant_branch(s.branch, v), s.branch))
+            out += [variant_target(s, qemu_dir, v) for s in [specs[0], *topics, specs[-1]]]
     return out
+
+
+def variant_target(spec: BranchSpec, qemu_dir: Path, variant: str) -> Target:
+    """The spec under a sanitizer variant beside its plain run: its
+    fragments and the variant's, its result named "<branch>+<variant>"."""
+    return Target(spec, [qemu_dir / "configs" / "base.config", *spec.fragments,
+                         variants.get(qemu_dir, variant).config], variant,
+                  variant_branch(spec.branch, variant), spec.branch)
 
 
 def select(targets: list[Target], names: list[str]) -> list[Target]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ktopic.model import results as R
+from ktopic.model.branchspec import BASE
 from ktopic.model.results import CACHED, CRASH, FAIL, PASS, PENDING, SKIP, STAGES, branch_dir
 
 from ktopic.errors import KtopicError
@@ -197,6 +198,48 @@ def _blame(b: R.BranchResult, message: str) -> str:
     return message
 
 
+def _carrier(b: R.BranchResult, f: R.Finding) -> str:
+    """A sanitizer report's message, with the builds that attribute it."""
+    said = [followup_text(b.branch, x).split(": ", 1)[1] for x in b.followups
+            if f.message in x["reports"]]
+    return f"{f.kind}: {f.message}" + (f" ({'; '.join(said)})" if said else "")
+
+
+def _console_suite(root: ET.Element, b: R.BranchResult, repro: str) -> None:
+    """The testsuite "<branch> console": a testcase per finding, or one
+    passing case when the console was scanned and clean."""
+    cls = b.branch
+    log = console_log(b)
+    boot = b.stage("boot")
+    if not b.findings and not (boot and boot.status in (PASS, FAIL, CACHED)):
+        return
+    suite = _suite_el(root, f"{b.branch} console")
+    if not b.findings:
+        _case_el(suite, f"{cls}.console", "no findings", PASS,
+                 out=f"console log scanned: {log}" if log else "")
+    for i, f in enumerate(b.findings, 1):
+        name = f"{i:02d} {f.kind}: {f.message}"
+        text = _finding_text(f, log) + "\n\n" + repro
+        if f.in_base:
+            _case_el(suite, f"{cls}.console", name, SKIP,
+                     message=f"the base kernel shows this too: {f.message}",
+                     out=_finding_text(f, log))
+        else:
+            _case_el(suite, f"{cls}.console", name, FAIL,
+                     message=_blame(b, _carrier(b, f)), text=text)
+    _count(suite)
+
+
+def _follows_suite(root: ET.Element, b: R.BranchResult) -> None:
+    """A follow-up's testsuite naming the report it attributes."""
+    f = b.follows
+    suite = _suite_el(root, f"{b.branch} attribution")
+    _case_el(suite, f"{b.branch}.attribution", follows_text(b), PASS,
+             out="\n".join([f"files: {', '.join(f['files'])}", *f["reports"],
+                             "shows it too" if f["shows"] else "does not show it"]))
+    _count(suite)
+
+
 def junit_xml(b: R.BranchResult) -> bytes:
     """The JUnit XML document of one branch.
 
@@ -223,24 +266,9 @@ def junit_xml(b: R.BranchResult) -> bytes:
                  text=text, seconds=st.seconds, out=out if status not in (FAIL, CRASH) else "")
         _count(suite)
 
-    log = console_log(b)
-    boot = b.stage("boot")
-    if b.findings or (boot and boot.status in (PASS, FAIL, CACHED)):
-        suite = _suite_el(root, f"{b.branch} console")
-        if not b.findings:
-            _case_el(suite, f"{cls}.console", "no findings", PASS,
-                     out=f"console log scanned: {log}" if log else "")
-        for i, f in enumerate(b.findings, 1):
-            name = f"{i:02d} {f.kind}: {f.message}"
-            text = _finding_text(f, log) + "\n\n" + repro
-            if f.in_base:
-                _case_el(suite, f"{cls}.console", name, SKIP,
-                         message=f"the base kernel shows this too: {f.message}",
-                         out=_finding_text(f, log))
-            else:
-                _case_el(suite, f"{cls}.console", name, FAIL,
-                         message=_blame(b, f"{f.kind}: {f.message}"), text=text)
-        _count(suite)
+    _console_suite(root, b, repro)
+    if b.follows:
+        _follows_suite(root, b)
 
     for s in b.suites:
         suite = _suite_el(root, s.name)
@@ -445,6 +473,8 @@ def _matrix(report: R.Report, stages: list[str], dirs: dict[str, str]) -> list[s
     for b in report.branches:
         anchor = "b-" + dirs[b.branch]
         same = f' <span class="muted">(= {_e(b.same_as)})</span>' if b.same_as else ""
+        if b.follows:
+            same += f' <span class="muted follows">({_e(follows_text(b))})</span>'
         row = [f'<tr><th><a href="#{_e(anchor)}">{_e(b.branch)}</a>{same}</th>']
         for name in stages:
             st = b.stage(name)
@@ -475,7 +505,8 @@ def _matrix(report: R.Report, stages: list[str], dirs: dict[str, str]) -> list[s
                    else _status_cell("none", title="console not scanned"))
         row.append(_status_cell(PENDING, text="pending") if b.pending else
                    _status_cell(PASS if b.ok else FAIL, text="ok" if b.ok else "FAILED")
-                   .replace("</td>", _first_bad_html(b, anchor) + "</td>"))
+                   .replace("</td>", _first_bad_html(b, anchor) + _carried_html(b, dirs)
+                            + "</td>"))
         row.append("</tr>")
         h.append("".join(row))
     h.append("</tbody></table>")
@@ -494,6 +525,18 @@ def _first_bad_html(b: R.BranchResult, anchor: str) -> str:
             f"first bad: {_e(what)}</a>")
 
 
+def _carried_html(b: R.BranchResult, dirs: dict[str, str]) -> str:
+    """The matrix cell's lines naming the builds that attribute the
+    branch's sanitizer report, each a link to its row's section."""
+    out = ""
+    for f in b.followups:
+        who = ("the base's" if f["topic"] == BASE else f"carried by {f['branch'].split('+')[0]}") \
+            if f["shows"] else f"not shown by {f['branch']}"
+        href = f"#b-{dirs.get(f['branch'], branch_dir(f['branch']))}"
+        out += f'<br><a class="carried" href="{_e(href)}">{_e(f["kind"])}: {_e(who)}</a>'
+    return out
+
+
 def _legend() -> str:
     cells = "".join(f'<tr><td class="st {s}">{_e(s if s != "none" else "–")}</td>'
                     f"<td>{_e(d)}</td></tr>" for s, d in LEGEND)
@@ -509,6 +552,7 @@ def _branch_section(b: R.BranchResult, stages: list[str], anchor: str,
     h.append("<p>" + " · ".join(f'{_e(k)} <code>{_e(v)}</code>' for k, v in meta if v) + "</p>")
     if b.same_as:
         h.append(f"<p>Same tree as <b>{_e(b.same_as)}</b>: these are its results.</p>")
+    h += _followups_html(b)
     h.append(f'<p><a href="{_href(junit)}">JUnit XML</a></p>')
 
     # Stages.
@@ -520,23 +564,7 @@ def _branch_section(b: R.BranchResult, stages: list[str], anchor: str,
                  f"<td>{st.seconds:.1f} s</td><td>{_e(st.summary)}</td><td>{log}</td></tr>")
     h.append("</table>")
 
-    # Findings.
-    log = console_log(b)
-    if b.findings:
-        h.append("<h3>Findings</h3>")
-        for f in b.findings:
-            where = ""
-            if log:
-                where = f' — <a href="{_href(log)}">{_e(log)}</a>'
-                if f.line:
-                    where += f" line {f.line}"
-            base = ' <span class="badge skip">also on base</span>' if f.in_base else ""
-            cls = SKIP if f.in_base else FAIL
-            h.append(f'<div class="finding"><p><span class="badge {cls}">{_e(f.kind)}</span> '
-                     f"{_e(f.message)}{where}{base}</p>")
-            if f.lines:
-                h.append("<pre>" + "\n".join(_e(x) for x in f.lines) + "</pre>")
-            h.append("</div>")
+    h += _findings_html(b)
 
     # Suites.
     if b.suites:
@@ -570,6 +598,38 @@ def _branch_section(b: R.BranchResult, stages: list[str], anchor: str,
                  + "</details>")
     h.append("</section>")
     return h
+
+
+def _findings_html(b: R.BranchResult) -> list[str]:
+    """A branch section's findings, each with its place in the console log."""
+    log = console_log(b)
+    h = ["<h3>Findings</h3>"] if b.findings else []
+    for f in b.findings:
+        where = ""
+        if log:
+            where = f' — <a href="{_href(log)}">{_e(log)}</a>'
+            if f.line:
+                where += f" line {f.line}"
+        base = ' <span class="badge skip">also on base</span>' if f.in_base else ""
+        cls = SKIP if f.in_base else FAIL
+        h.append(f'<div class="finding"><p><span class="badge {cls}">{_e(f.kind)}</span> '
+                 f"{_e(f.message)}{where}{base}</p>")
+        if f.lines:
+            h.append("<pre>" + "\n".join(_e(x) for x in f.lines) + "</pre>")
+        h.append("</div>")
+    return h
+
+
+def _followups_html(b: R.BranchResult) -> list[str]:
+    """A branch section's lines on the builds that attribute its
+    sanitizer report, or (such a build) on the report it attributes."""
+    h = []
+    if b.follows:
+        h.append(f'<p class="follows">This build {_e(follows_text(b))} in '
+                 f"{_e(', '.join(b.follows['files']))}: it "
+                 f"{'shows it too' if b.follows['shows'] else 'does not show it'}.</p>")
+    return h + [f'<p class="carried">{_e(followup_text(b.branch, f))}</p>'
+                for f in b.followups]
 
 
 def _relative_logs(report: R.Report, out_dir: Path | None) -> R.Report:
@@ -676,6 +736,8 @@ def render_table(report: R.Report):
         name = Text(b.branch, style=STYLES[PASS if b.ok else FAIL])
         if b.same_as:
             name.append(f" = {b.same_as}", style="dim")
+        if b.follows:
+            name.append(f" ({follows_text(b)})", style="dim")
         t.add_row(name, *cells,
                   Text((f"{total - bad}/{total}" if total or bad_suites else "–")
                        + (f" +{bad_suites}" if bad_suites else ""),
@@ -702,6 +764,7 @@ def failure_lines(report: R.Report) -> list[str]:
             lines.append(f"{b.branch}: suite {s.name} {s.status}")
         if b.attribution:
             lines.append(attribution_line(b))
+        lines += [followup_text(b.branch, f) for f in b.followups]
     return lines
 
 
@@ -724,6 +787,27 @@ def attribution_text(branch: str, a: dict) -> str:
     if a.get("skipped"):
         text += f"; {len(a['skipped'])} commit(s) skipped: they do not build"
     return f"{branch}: {text} after {a.get('boots', 0)} boot(s)"
+
+
+def followup_text(branch: str, f: dict) -> str:
+    """What a build that attributes a sanitizer report found, one line:
+    "for-next+kcsan: kcsan report in kernel/locking/six.c: topic/locking+kcsan
+    shows it too: topic/locking carries it"."""
+    head = f"{branch}: {f['kind']} report in {', '.join(f['files']) or 'code no file names'}: "
+    if f["topic"] == BASE:
+        if f["shows"]:
+            return head + (f"{f['branch']} shows it too: it is the base's (6.1's own), to be "
+                           f"allow-listed in qemu/allowlist.yaml (kind: {f['kind']})")
+        return head + f"no topic touches it, and {f['branch']} does not show it"
+    if f["shows"]:
+        return head + f"{f['branch']} shows it too: {f['branch'].split('+')[0]} carries it"
+    return head + (f"{f['branch']} does not show it (the race may need another topic's "
+                   "code, or another boot)")
+
+
+def follows_text(b: R.BranchResult) -> str:
+    """A follow-up's mark: "attributes for-next+kcsan's kcsan report"."""
+    return f"attributes {b.follows['branch']}'s {b.follows['kind']} report" if b.follows else ""
 
 
 def print_report(report: R.Report, console=None) -> None:

@@ -40,5 +40,6 @@ class Options:
 # no-op for a topic without qemu/mutants/<topic>/ and for the integration
 # branch, the topic gates for the integration branch, so one set
 # serves every job.  The manifest's sanitizer variants run in any `ktopic
-# ci` (not with --no-sanitizers).
+# ci` (not with --no-sanitizers), the integration branch's standing for
+# the topics' when it is in the run (model/sanitizerplan.py).
 MAIN_JOB_GATES = registry.main_job() + ("mutate",)

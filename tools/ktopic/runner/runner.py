@@ -28,7 +28,7 @@ from ktopic.kernel import build as buildmod
 from ktopic.kernel import console_scan, initramfs, kconfig, ktap, seeds
 from ktopic.kernel.steplog import StepLog, ccache_counter
 from ktopic.model import results as R
-from ktopic.model import variants
+from ktopic.model import sanitizerplan, variants
 from ktopic.model.results import CACHED, FAIL, PASS, SKIP
 from ktopic.model.targets import BASE, INTEGRATION, Target, select, targets_from_manifest
 from ktopic.plumbing.gitutil import Git
@@ -36,6 +36,7 @@ from ktopic.report import report as rep
 from ktopic.runner.cachekeys import compute_keys
 from ktopic.runner import expect as expect_mod
 from ktopic.runner import attribute
+from ktopic.runner import followup
 from ktopic.runner import mutate as mut
 from ktopic.runner import pairs
 from ktopic.runner import tiers
@@ -79,6 +80,11 @@ class Runner:
     def note(self, t: Target, stage: str, status: str, summary: str = "") -> None:
         if self.live is not None:
             self.live.update(t.branch, stage, status, summary)
+
+    def say(self, text: str) -> None:
+        """A line of the run's log (nothing without a live table)."""
+        if self.live is not None:
+            self.live.console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     def out(self, t: Target) -> Path:
         d = self.out_dir / rep.branch_dir(t.branch)
@@ -193,6 +199,12 @@ class Runner:
                 found = pairs.find(self, t, br, self.opts.attribute)
             br.attribution = found or attribute.first_bad(self, t, br, self.opts.attribute)
         self.note(t, "attribute", FAIL, rep.attribution_text(t.branch, br.attribution))
+
+    def follow_up(self, t: Target, br: R.BranchResult, done) -> None:
+        """The integration branch under a sanitizer reported: build the
+        topics (or the base) the report is in under it, each handed to
+        done(target, result) (runner/followup.py)."""
+        followup.follow(self, t, br, done)
 
     def mutant_runner(self) -> "Runner":
         """A runner whose outputs go to <out>/mutants/ (what `ktopic mutate`
@@ -637,8 +649,11 @@ def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_rep
     lock, in main_order(); the report lists them in the manifest's order.
     With opts.mutate each topic's mutants (qemu/mutants/<topic>/) run
     right after its plain result, as `ktopic mutate` runs them."""
-    targets = select(targets_from_manifest(m, Path(m.root) / "qemu", opts.variant,
-                                           sanitizers=opts.sanitizers), names)
+    every = targets_from_manifest(m, Path(m.root) / "qemu", opts.variant,
+                                  sanitizers=opts.sanitizers)
+    # The integration branch under a sanitizer covers the topics' builds under it.
+    plan = sanitizerplan.plan(select(every, names), every)
+    targets = plan.targets
     # Parse every mutant first: a malformed one stops the run before any build.
     mutants = {t.topic: mut.load_mutants(Path(m.root) / "qemu" / "mutants", t.topic)
                for t in targets if opts.mutate and t.topic not in (BASE, INTEGRATION)}
@@ -651,6 +666,8 @@ def run_targets(m, wd, opts: Options, names: list[str], out_dir: Path, write_rep
         ctx = live if live is not None else contextlib.nullcontext()
         with ctx, _steps(live, Path(wd.root)) as steps:
             runner = Runner(wd, m, out_dir, opts, live, steps)
+            for line in plan.lines():
+                runner.say(line)
             topics = list(dict.fromkeys(t.topic for t in targets
                                         if t.topic not in (BASE, INTEGRATION)))
 
@@ -671,10 +688,16 @@ def _run_in_order(runner: Runner, targets: list[Target], mutants: dict, costs,
     after its plain result."""
     mrunner = None
     done: dict[int, R.BranchResult] = {}
+    followed: list[Target] = []
+
+    def follow_done(ft: Target, fbr: R.BranchResult) -> None:
+        followed.append(ft)
+        done[id(ft)] = fbr
     for t in [t for t in targets if t.topic == BASE]:
         done[id(t)] = runner.run(t)
     for t in main_order([t for t in targets if t.topic != BASE], costs()):
         done[id(t)] = br = runner.run(t)
+        runner.follow_up(t, br, follow_done)
         runner.attribute(t, br)
         if mutants.get(t.topic) and not t.variant and t.topic not in runner.gate_failed:
             mrunner = mrunner or runner.mutant_runner()
@@ -683,7 +706,7 @@ def _run_in_order(runner: Runner, targets: list[Target], mutants: dict, costs,
             report.mutants += got
             if live is not None:
                 live.update(t.branch, "mutants", *mut.verdict(got))
-    report.branches = [done[id(t)] for t in targets]
+    report.branches = [done[id(t)] for t in targets + followed]
 
 
 def _finish(report: R.Report, steps: StepLog, out_dir: Path, write_report: bool) -> R.Report:

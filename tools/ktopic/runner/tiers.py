@@ -4,8 +4,9 @@ Tier 1, the verdict: every plain target (the base, each topic with its
 checkpatch and hygiene gates, the integration branch) built, booted and
 tested; the report is written with what tier 2 will add marked pending.
 Tier 2, the depth: per topic its gates (--bisect, --warnings, ...) and
-its mutants, then the sanitizer variants; the report is written again
-after each of them.
+its mutants, then the sanitizer variants, each followed by the builds
+that attribute its report when it makes one (runner/followup.py); the
+report is written again after each of them.
 
 Takes a Runner, the targets and mutants of a run; fills the Report.
 """
@@ -134,8 +135,17 @@ class Tiers:
             self.publish(targets)
         for t in variants:
             self.done[id(t)] = br = r.run(t)
+            self.publish(targets)
+            r.follow_up(t, br, lambda ft, fbr: self.followed(targets, ft, fbr))
             r.attribute(t, br)
             self.publish(targets)
+
+    def followed(self, targets: list[Target], ft: Target, fbr: R.BranchResult) -> None:
+        """A build that attributes a variant's report: a row of its own,
+        after the others."""
+        targets.append(ft)
+        self.done[id(ft)] = fbr
+        self.publish(targets)
 
 
 def run(runner, targets: list[Target], ordered, mutants: dict[str, list[mut.Mutant]],
