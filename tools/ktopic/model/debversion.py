@@ -62,8 +62,13 @@ def unmangle(name: str) -> str:
 
 def ref_problem(ref: str) -> str | None:
     """Why git cannot make this ref, or None: `git check-ref-format`, and
-    the length of each component as a file name."""
-    if subprocess.run(["git", "check-ref-format", ref], capture_output=True).returncode != 0:
+    the length of each component as a file name.  A name of the
+    characters every ref may hold (manifest.PLAIN_BRANCH) starts no git
+    process: every manifest load checks the base's ref."""
+    from ktopic.model.manifest import PLAIN_BRANCH
+    plain = ref.startswith("refs/") and PLAIN_BRANCH.fullmatch(ref[len("refs/"):])
+    if not plain and subprocess.run(["git", "check-ref-format", ref],
+                                    capture_output=True).returncode != 0:
         return f"git refuses the ref name {ref}"
     for c in ref.split("/"):
         if len(c.encode()) + len(".lock") > NAME_MAX:
