@@ -25,6 +25,10 @@ sys.path += [str(d) for d in sorted((REPO / "tests" / "unit").glob("**/"))
 
 from ktopic import cli  # noqa: E402
 
+# This file's helpers, also for a copy of it elsewhere (test_required_parts).
+sys.path.append(str(REPO / "tests"))
+import memo  # noqa: E402
+
 REAL_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 IDENT = "Test Porter <porter@example.org>"
 
@@ -208,6 +212,14 @@ def hermetic_env(mp: pytest.MonkeyPatch, base: Path) -> None:
         mp.setenv(var, str(base / sub))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _memos():
+    """Runs on the same input give what the first gave (memo.py)."""
+    with pytest.MonkeyPatch.context() as mp:
+        memo.install(mp)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _hermetic_unit_tests(request, tmp_path_factory, monkeypatch):
     """A unit test uses only its temporary directories: not the user's work
@@ -313,10 +325,22 @@ def git_in(tree: Path, *args: str, **kw) -> str:
                           text=True, **kw).stdout
 
 
+_PATCHES: dict[tuple, str] = {}
+
+
 def make_patch(tmp: Path, files: dict[str, str], edits: list[tuple[str, str, str]],
                subject: str, date: str = "Thu, 3 Dec 2026 06:00:00 +0000") -> str:
     """A format-patch mail that replaces `old` by `new` in `file` for each edit,
-    made against a checkout of `files`."""
+    made against a checkout of `files`.  The mail depends on nothing else
+    (fixed identities and dates, --zero-commit): made once per session."""
+    key = (tuple(sorted(files.items())), tuple(tuple(e) for e in edits), subject, date)
+    if key not in _PATCHES:
+        _PATCHES[key] = _make_patch(tmp, files, edits, subject, date)
+    return _PATCHES[key]
+
+
+def _make_patch(tmp: Path, files: dict[str, str], edits: list[tuple[str, str, str]],
+                subject: str, date: str) -> str:
     work = tmp / f"mk-{abs(hash((subject, date)))}"
     if work.exists():
         shutil.rmtree(work)
