@@ -62,11 +62,16 @@ deps:
 # stay in sight.  Run by hand, a test that needs a missing part (b4,
 # gitlab-ci-local, spatch...) is skipped, saying so; with CI=true it fails
 # (tests/conftest.py).  `make check CHECK_TESTS=tests/unit/send` runs some.
+# Compiled modules and pytest's rewritten test files are kept (in
+# tests/.pytest_cache, not beside the sources) even where the environment
+# says not to (PYTHONDONTWRITEBYTECODE): every pytest process, and every
+# ktopic process the tests start, would compile them again.
 CHECK_TESTS := tests/unit
 XDIST    = $(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo "-n 2")
+BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/tests/.pytest_cache/pycache
 
 check:
-	$(PYTEST) -q $(XDIST) --durations=10 -m "not e2e" $(CHECK_TESTS)
+	$(BYTECODE) $(PYTEST) -q $(XDIST) --durations=10 -m "not e2e" $(CHECK_TESTS)
 
 # Everything: the unit tests, then end-to-end tests on the real packaged tree
 # (they share the work directory the main job uses, so import it first).
