@@ -311,16 +311,26 @@ def test_names_are_checked_as_git_fsck_checks_them(tmp_path):
                               capture_output=True, check=True).stdout.decode().strip()
     git("init", "-q", "--bare")
     x = git("hash-object", "-w", "--stdin", input=b"x")
+    # A .gitmodules git refuses, and a directory: one of each for each
+    # name, to tell git's errors apart.  Each kind of object is made by one
+    # git process (hash-object --stdin-paths, mktree --batch).
+    (tmp_path / "blobs").mkdir()
+    for i in range(len(names)):
+        (tmp_path / "blobs" / str(i)).write_bytes(URL_BAD + b"# %d\n" % i)
+    blobs = git("hash-object", "-w", "--stdin-paths", input="".join(
+        f"{tmp_path / 'blobs' / str(i)}\n" for i in range(len(names))).encode()).split()
+    subs = git("mktree", "--batch", input="".join(
+        f"100644 blob {x}\tf{i}\n\n" for i in range(len(names))).encode()).split()
     what = {}                        # object id -> (name, kind) git's error may name
-    for i, name in enumerate(names):
-        # A .gitmodules git refuses, and a directory: one of each for each
-        # name, to tell git's errors apart.
-        blob = git("hash-object", "-w", "--stdin", input=URL_BAD + b"# %d\n" % i)
-        sub = git("mktree", input=f"100644 blob {x}\tf{i}\n".encode())
+    entries = []
+    for name, blob, sub in zip(names, blobs, subs, strict=True):
         what[blob], what[sub] = (name, "file"), (name, "directory")
         for kind, entry in (("file", f"100644 blob {blob}"), ("symlink", f"120000 blob {blob}"),
                             ("directory", f"040000 tree {sub}")):
-            what[git("mktree", "-z", input=f"{entry}\t{name}\0".encode())] = (name, kind)
+            entries.append((f"{entry}\t{name}\0\0", (name, kind)))
+    trees = git("mktree", "-z", "--batch", input="".join(e for e, _ in entries).encode()).split()
+    for tree, (_, named) in zip(trees, entries, strict=True):
+        what[tree] = named
     r = subprocess.run(["git", "--git-dir", str(gd), "fsck", "--strict", "--no-dangling"],
                        capture_output=True, text=True)
     errors = {what[ln.split()[3].rstrip(":")] for ln in r.stderr.splitlines()
