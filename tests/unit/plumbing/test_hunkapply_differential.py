@@ -48,8 +48,56 @@ class Repo:
                      input="".join(f"{files[n][1]} {o}\t{n}\n" for n, o in zip(names, oids)))
         return self.git.run("write-tree", env=env).strip()
 
+    def trees(self, many: list[dict[str, tuple[bytes, str]]]) -> list[str]:
+        """tree() of each, all of them in a git process for the blobs and
+        one for each level of directories (deepest first: mktree --batch,
+        which makes the tree write-tree makes)."""
+        blobs = sorted({data for files in many for data, _ in files.values()})
+        for i, data in enumerate(blobs):
+            (self.path / f"blob-{i}").write_bytes(data)
+        oid = dict(zip(blobs, self.git.run("hash-object", "-w", "--stdin-paths", input="".join(
+            f"{self.path}/blob-{i}\n" for i in range(len(blobs)))).split(), strict=True))
+        # Each directory of each tree: (tree number, path) -> {name: entry}
+        dirs: dict[tuple[int, str], dict[str, str]] = {}
+        for t, files in enumerate(many):
+            dirs[(t, "")] = {}
+            for path, (data, mode) in files.items():
+                *parents, name = path.split("/")
+                for k in range(len(parents)):
+                    dirs.setdefault((t, "/".join(parents[:k + 1])), {})
+                dirs[(t, "/".join(parents))][name] = f"{mode} blob {oid[data]}"
+
+        def depth(d: str) -> int:
+            return d.count("/") + 1 if d else 0
+        made: dict[tuple[int, str], str] = {}
+        for level_depth in sorted({depth(d) for _, d in dirs}, reverse=True):
+            level = [k for k in dirs if depth(k[1]) == level_depth]
+            out = self.git.run("mktree", "--batch", input="".join(
+                "".join(f"{e}\t{n}\n" for n, e in dirs[k].items()) + "\n" for k in level)).split()
+            for (t, d), tid in zip(level, out, strict=True):
+                made[(t, d)] = tid
+                if d:
+                    parent, _, name = d.rpartition("/")
+                    dirs[(t, parent)][name] = f"040000 tree {tid}"
+        return [made[(t, "")] for t in range(len(many))]
+
     def diff(self, a: str, b: str) -> bytes:
         return self.git.run("diff-tree", "-p", "-M", "--full-index", a, b, binary=True)
+
+    def diffs(self, pairs: list[tuple[str, str]]) -> list[bytes]:
+        """diff() of each pair, in one git process (diff-tree --stdin
+        prints each pair's line before its diff)."""
+        out = self.git.run("diff-tree", "--stdin", "-p", "-M", "--full-index", binary=True,
+                           input="".join(f"{a} {b}\n" for a, b in pairs).encode())
+        heads = [f"{a} {b}\n".encode() for a, b in pairs]
+        got, pos = [], 0
+        for i, head in enumerate(heads):
+            assert out.startswith(head, pos), (i, out[pos:pos + 100])
+            pos += len(head)
+            end = out.find(b"\n" + heads[i + 1], pos - 1) + 1 if i + 1 < len(heads) else len(out)
+            got.append(out[pos:end])
+            pos = end
+        return got
 
     def git_apply(self, tree: str, patch: bytes) -> str | None:
         """The tree git apply --cached gives on a full index (None: it fails)."""
@@ -116,13 +164,15 @@ def test_generated_patches_apply_as_git_applies_them(tmp_path):
     fast = FastApply(repo.git)
     rng = random.Random(SEED)
     same = python = refused = 0
+    cases = [_case(rng) for _ in range(CASES)]
+    trees = repo.trees([files for case in cases for files in case])
+    patches = repo.diffs([(trees[3 * i], trees[3 * i + 1]) for i in range(CASES)])
     try:
         for case in range(CASES):
-            before, after, base = _case(rng)
-            patch = repo.diff(repo.tree(before), repo.tree(after))
+            patch = patches[case]
             if not patch:
                 continue
-            tree = repo.tree(base)
+            tree = trees[3 * case + 2]
             want = repo.git_apply(tree, patch)
             try:
                 got = fast.apply_exact(tree, patch).tree
