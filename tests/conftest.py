@@ -193,6 +193,18 @@ def pytest_make_collect_report(collector):
     _fail_skip(outcome.get_result(), False)
 
 
+# Files whose tests each take seconds (whole pytest runs, mail through b4),
+# run first: under pytest-xdist the last tests handed out decide when the
+# run ends, and short ones there leave no worker idle for long.
+SLOW_FIRST = ("unit/test_required_parts.py", "unit/test_hermetic.py", "unit/send/")
+
+
+def pytest_collection_modifyitems(items):
+    def slow(item) -> bool:
+        return any(s in item.nodeid for s in SLOW_FIRST)
+    items.sort(key=lambda item: not slow(item))      # stable: the order is kept otherwise
+
+
 def pytest_terminal_summary(terminalreporter):
     """One line per missing part, however many tests it failed."""
     for reason, nodes in _MISSING.items():
