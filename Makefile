@@ -66,12 +66,18 @@ deps:
 # tests/.pytest_cache, not beside the sources) even where the environment
 # says not to (PYTHONDONTWRITEBYTECODE): every pytest process, and every
 # ktopic process the tests start, would compile them again.
+# The tests' temporary directories (about 300 MB in 37,000 files a run;
+# pytest keeps the last three runs' and removes older ones on exit) are
+# made in /dev/shm when it is a tmpfs with room: on a disk mounted with
+# discard, as the project machine's is, removing 16,000 files took 70 s.
 CHECK_TESTS := tests/unit
 XDIST    = $(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo "-n 2")
 BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/tests/.pytest_cache/pycache
+CHECK_TMP = $(shell df --output=fstype,avail -k /dev/shm 2>/dev/null | \
+	awk 'NR == 2 && $$1 == "tmpfs" && $$2 > 4000000 { print "TMPDIR=/dev/shm" }')
 
 check:
-	$(BYTECODE) $(PYTEST) -q $(XDIST) --durations=10 -m "not e2e" $(CHECK_TESTS)
+	$(BYTECODE) $(CHECK_TMP) $(PYTEST) -q $(XDIST) --durations=10 -m "not e2e" $(CHECK_TESTS)
 
 # Everything: the unit tests, then end-to-end tests on the real packaged tree
 # (they share the work directory the main job uses, so import it first).
