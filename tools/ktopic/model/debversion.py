@@ -60,13 +60,18 @@ def unmangle(name: str) -> str:
     return name.replace("#", "").replace("%", ":").replace("_", "~")
 
 
+# Names git's check-ref-format always takes (a subset of its rules: no
+# component starts with a dot or ends with ".lock" or a dot, no "..").
+PLAIN_REF = re.compile(r"(?!.*\.\.)(?!.*\.lock(?:/|$))(?!.*\.(?:/|$))"
+                       r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_+-][A-Za-z0-9_.+-]*)*")
+
+
 def ref_problem(ref: str) -> str | None:
     """Why git cannot make this ref, or None: `git check-ref-format`, and
     the length of each component as a file name.  A name of the
-    characters every ref may hold (manifest.PLAIN_BRANCH) starts no git
-    process: every manifest load checks the base's ref."""
-    from ktopic.model.manifest import PLAIN_BRANCH
-    plain = ref.startswith("refs/") and PLAIN_BRANCH.fullmatch(ref[len("refs/"):])
+    characters every ref may hold (PLAIN_REF) starts no git process:
+    every manifest load checks the base's ref."""
+    plain = ref.startswith("refs/") and PLAIN_REF.fullmatch(ref[len("refs/"):])
     if not plain and subprocess.run(["git", "check-ref-format", ref],
                                     capture_output=True).returncode != 0:
         return f"git refuses the ref name {ref}"

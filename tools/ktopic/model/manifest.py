@@ -292,10 +292,7 @@ def _clash(name: str, branches: dict) -> str | None:
     return None
 
 
-# Names git's check-ref-format always takes (a subset of its rules: no
-# component starts with a dot or ends with ".lock" or a dot, no "..").
-PLAIN_BRANCH = re.compile(r"(?!.*\.\.)(?!.*\.lock(?:/|$))(?!.*\.(?:/|$))"
-                          r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_+-][A-Za-z0-9_.+-]*)*")
+PLAIN_BRANCH = debversion.PLAIN_REF
 
 
 def _valid_branch(name: str) -> bool:
