@@ -143,6 +143,27 @@ def test_the_heartbeat_thread_speaks_for_a_silent_step():
     assert re.search(r"topic/mm: boot and tests: running \ds$", said[1]), said
 
 
+def test_other_does_not_count_the_attribute_probes_twice():
+    """The first-bad-commit search's probes are rows of their own inside
+    its step: `other` is the time no step covered, never negative."""
+    from ktopic.kernel.steplog import StepLog
+    clock = Clock()
+    log = StepLog(clock=clock, cpu=clock.cpu, load=lambda: 1.0)
+    with log.step("topic/mm", "build"):
+        clock.now += 100
+    with log.step("topic/mm", "attribute", "first bad commit"):
+        clock.now += 1
+        with log.step("topic/mm@abc", "build"):
+            clock.now += 40
+        with log.step("topic/mm@abc", "boot+tests"):
+            clock.now += 10
+    clock.now += 4
+    by = {(r.branch, r.stage): r for r in log.totals()}
+    assert by[("topic/mm", "attribute")].seconds == 51.0
+    assert by[("", "other")].seconds == 5.0
+    assert by[("", "total")].seconds == 155.0
+
+
 def test_totals_add_up_and_say_where_the_time_went():
     from ktopic.kernel.steplog import StepLog
     from ktopic.report import report as rep

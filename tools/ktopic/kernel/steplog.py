@@ -19,6 +19,10 @@ from pathlib import Path
 
 from ktopic.model.results import StageTime
 
+# Stages whose steps run other steps, which are rows of their own (the
+# first-bad-commit search builds and boots its probes): `other` does not
+# count them twice.
+ENCLOSING = frozenset({"attribute"})
 INTERVAL = 30.0      # the longest a log with a running step stays quiet
 PERIOD = 1.0         # how often the heartbeat thread looks
 
@@ -244,14 +248,16 @@ class StepLog:
 
     def totals(self) -> list[StageTime]:
         """Every row in the order first started, then `other` (the run's time
-        no step covered) and `total` (the run, from this log's creation)."""
+        no step covered; an ENCLOSING row's steps are rows already) and
+        `total` (the run, from this log's creation)."""
         with self.lock:
             rows = [StageTime(**vars(r)) for r in self.rows.values()]
             wall, cpu = self.clock() - self.t0, self.cpu() - self.cpu0
         for r in rows:
             r.seconds, r.cpu = round(r.seconds, 2), round(r.cpu, 2)
-        other = StageTime("", "other", round(wall - sum(r.seconds for r in rows), 2),
-                          round(cpu - sum(r.cpu for r in rows), 2))
+        inner = [r for r in rows if r.stage not in ENCLOSING]
+        other = StageTime("", "other", round(wall - sum(r.seconds for r in inner), 2),
+                          round(cpu - sum(r.cpu for r in inner), 2))
         total = StageTime("", "total", round(wall, 2), round(cpu, 2), self.load0,
                           runs=sum(r.runs for r in rows), kbuild=sum(r.kbuild for r in rows))
         return rows + [other, total]
