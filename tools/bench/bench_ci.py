@@ -74,7 +74,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlib import REPO, scratch_workdir, table, verdict
+from benchlib import REPO, scratch_checkout, scratch_workdir, table, verdict
 
 sys.path.insert(0, str(REPO / "tools"))
 from ktopic.model import manifest  # noqa: E402
@@ -326,11 +326,6 @@ def change_one_patch(ktopic: list[str], git_dir: Path, topic_branch: str, log: P
         raise SystemExit(f"ktopic export {PATCH_TOPIC} failed; see {log}")
 
 
-def copy_repo(dst: Path) -> None:
-    shutil.copytree(REPO, dst, ignore=shutil.ignore_patterns(
-        ".git", "out", "__pycache__", ".pytest_cache"))
-
-
 # ------------------------------------------------------------------- run
 
 def run(repeat: int) -> bool:
@@ -360,7 +355,7 @@ def run(repeat: int) -> bool:
 
         # One patch changed, in a copy of this repository.
         repo2 = tmp / "repo"
-        copy_repo(repo2)
+        scratch_checkout(repo2)
         ktopic2 = ["/usr/bin/python3", str(repo2 / "tools/bin/ktopic"), "-w", str(wd),
                    "-m", str(repo2 / "branches.yaml")]
         change_one_patch(ktopic2, wd / "linux.git", m.topics[PATCH_TOPIC].branch, log)
