@@ -66,6 +66,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -87,6 +88,7 @@ BOOT_TARGET = 20.0
 PATCH_TOPIC = "closures"
 PATCH_FILE = "lib/closure.c"
 PATCH_LINE = "/* bench_ci: one comment line, to change one patch of the topic */"
+INTERRUPT_GRACE = 30.0      # seconds a command may take to stop after Ctrl-C
 
 
 # ------------------------------------------------------------ pure helpers
@@ -244,7 +246,22 @@ def _run(cmd: list[str], log: Path, **kw) -> int:
     with open(log, "a") as f:
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
-        return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, **kw).returncode
+        p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, **kw)
+        try:
+            return p.wait()
+        except KeyboardInterrupt:
+            # Ctrl-C reached the command too (one process group): let it
+            # stop its QEMU and drop its temporary refs before the bench
+            # cleans up (subprocess.run would kill it after 0.25 s).
+            for sig in (None, signal.SIGINT, signal.SIGKILL):
+                if sig:
+                    p.send_signal(sig)
+                try:
+                    p.wait(timeout=INTERRUPT_GRACE)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+            raise
 
 
 def _git(git_dir: Path, *args: str, **kw) -> str:
