@@ -4,6 +4,7 @@ one-line edit, and the meter."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -106,3 +107,24 @@ def test_meter_counts_children_cpu_and_load():
 def test_fmt_s():
     assert bench_ci.fmt_s(12.34) == "12.3 s"
     assert bench_ci.fmt_s(125) == "2 min 05 s"
+
+
+def test_a_ctrl_c_lets_the_command_clean_up_first(tmp_path, monkeypatch):
+    """Ctrl-C in the bench: the command it waits for stops on its own
+    SIGINT (here sent by _run, as no terminal sent one), cleans up and is
+    waited for, and the KeyboardInterrupt goes on to the bench's cleanup."""
+    import signal
+    import threading
+    monkeypatch.setattr(bench_ci, "INTERRUPT_GRACE", 0.2)
+    log = tmp_path / "log"
+    ready = tmp_path / "ready"
+    script = f"trap 'kill $!; echo cleaned up; exit 130' INT; touch {ready}; sleep 20 & wait"
+
+    def interrupt():
+        while not ready.exists():
+            threading.Event().wait(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        bench_ci._run(["sh", "-c", script], log)
+    assert log.read_text().splitlines()[-1] == "cleaned up"

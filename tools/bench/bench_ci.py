@@ -66,6 +66,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -74,7 +75,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlib import REPO, scratch_workdir, table, verdict
+from benchlib import REPO, scratch_checkout, scratch_workdir, table, verdict
 
 sys.path.insert(0, str(REPO / "tools"))
 from ktopic.model import manifest  # noqa: E402
@@ -87,6 +88,7 @@ BOOT_TARGET = 20.0
 PATCH_TOPIC = "closures"
 PATCH_FILE = "lib/closure.c"
 PATCH_LINE = "/* bench_ci: one comment line, to change one patch of the topic */"
+INTERRUPT_GRACE = 30.0      # seconds a command may take to stop after Ctrl-C
 
 
 # ------------------------------------------------------------ pure helpers
@@ -244,7 +246,22 @@ def _run(cmd: list[str], log: Path, **kw) -> int:
     with open(log, "a") as f:
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
-        return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, **kw).returncode
+        p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, **kw)
+        try:
+            return p.wait()
+        except KeyboardInterrupt:
+            # Ctrl-C reached the command too (one process group): let it
+            # stop its QEMU and drop its temporary refs before the bench
+            # cleans up (subprocess.run would kill it after 0.25 s).
+            for sig in (None, signal.SIGINT, signal.SIGKILL):
+                if sig:
+                    p.send_signal(sig)
+                try:
+                    p.wait(timeout=INTERRUPT_GRACE)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+            raise
 
 
 def _git(git_dir: Path, *args: str, **kw) -> str:
@@ -326,11 +343,6 @@ def change_one_patch(ktopic: list[str], git_dir: Path, topic_branch: str, log: P
         raise SystemExit(f"ktopic export {PATCH_TOPIC} failed; see {log}")
 
 
-def copy_repo(dst: Path) -> None:
-    shutil.copytree(REPO, dst, ignore=shutil.ignore_patterns(
-        ".git", "out", "__pycache__", ".pytest_cache"))
-
-
 # ------------------------------------------------------------------- run
 
 def run(repeat: int) -> bool:
@@ -360,7 +372,7 @@ def run(repeat: int) -> bool:
 
         # One patch changed, in a copy of this repository.
         repo2 = tmp / "repo"
-        copy_repo(repo2)
+        scratch_checkout(repo2)
         ktopic2 = ["/usr/bin/python3", str(repo2 / "tools/bin/ktopic"), "-w", str(wd),
                    "-m", str(repo2 / "branches.yaml")]
         change_one_patch(ktopic2, wd / "linux.git", m.topics[PATCH_TOPIC].branch, log)

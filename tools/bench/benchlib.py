@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,3 +58,19 @@ def scratch_workdir(prefix: str):
         wd.mkdir()
         sh("git", "clone", "-q", "--bare", "--shared", str(main_wd.git_dir), str(wd / "linux.git"))
         yield Path(tmp), wd
+
+
+def scratch_checkout(dst: Path, src: Path = REPO) -> Path:
+    """A copy of the checkout src as it stands, at dst: the files git
+    tracks and the untracked ones it does not ignore, from the working
+    tree (so an uncommitted patch counts; out/, a ci-local work directory
+    in .ktopic/ and node_modules do not).  For a benchmark that edits
+    patches/ without touching the user's checkout."""
+    names = subprocess.run(["git", "-C", str(src), "ls-files", "-z", "--cached", "--others",
+                            "--exclude-standard"], check=True, capture_output=True).stdout
+    for rel in sorted({n for n in names.decode().split("\0") if n}):
+        s, d = src / rel, dst / rel
+        if s.is_file() or s.is_symlink():       # not a file deleted in the working tree
+            d.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(s, d, follow_symlinks=False)
+    return dst

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 BENCHES = ["bench_generate", "bench_rebase", "bench_check", "bench_six", "bench_closures",
-           "bench_pagecache", "bench_ci", "bench_mainjob"]
+           "bench_pagecache", "bench_ci", "bench_mainjob", "bench_editloop"]
 
 
 def main() -> int:
