@@ -217,6 +217,28 @@ def test_a_probe_is_cached_by_content(tmp_path, monkeypatch, parser):  # noqa: F
     ([R.Finding("timeout", "no end in 120 s")], {("timeout", "")}),
     ([R.Finding("missing_suite", "suite_x did not run")], {("missing_suite", "suite_x did not run")}),
     ([R.Finding("warning", "WARNING at x", in_base=True)], set()),
+    ([R.Finding("new_warning", "fs/inode.c:1814: sparse warning: context imbalance")], set()),
+    ([R.Finding("checkpatch", "0001-x.patch: ERROR:SPACING: ...")], set()),
 ])
 def test_a_failure_is_its_kind_and_test_name(findings, want):
     assert attribute.signature(R.BranchResult("b", "t", findings=findings)) == want
+
+
+def test_a_gate_failure_alone_is_not_bisected():
+    """A new W=1/sparse warning fails the branch, but no probe boot can
+    show it: bisecting it only builds and boots commits for nothing."""
+    br = R.BranchResult("topic/a", "a", findings=[R.Finding("new_warning", "x.c:1: w")],
+                        stages=[R.StageResult("check", R.FAIL, 0.0, "1 new warning")])
+    assert not attribute.wanted(SimpleNamespace(topic="a"), br)
+
+
+def test_the_gates_finding_kinds_are_all_named():
+    """Every kind of finding a gate makes is in FINDING_KINDS, so that a
+    new gate's findings are not bisected by boots either."""
+    import re
+    from ktopic import gates
+    from ktopic.gates import check
+    made = set()
+    for f in Path(gates.__file__).parent.glob("*.py"):
+        made |= set(re.findall(r'R\.Finding\("([a-z_]+)"', f.read_text()))
+    assert made and made <= check.FINDING_KINDS

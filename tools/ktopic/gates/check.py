@@ -388,9 +388,14 @@ def tools_line(versions: dict[str, str]) -> str:
     return "tools: " + "; ".join(f"{k}: {v}" for k, v in versions.items())
 
 
+# The kinds of finding the patch gates make: read from patches and
+# builds, never from a boot (runner/attribute.py leaves them out).
+FINDING_KINDS = frozenset({"checkpatch", "hygiene", "bisect", "new_warning", "coccicheck"})
+
+
 def findings(tv: TopicVerdict) -> list[R.Finding]:
     """The verdict's failures as report findings (kind checkpatch, hygiene,
-    or the gates' own: bisect, new_warning, ...)."""
+    or the gates' own: bisect, new_warning, coccicheck: FINDING_KINDS)."""
     out = []
     for pv in tv.patches:
         for x in pv.failures():

@@ -13,6 +13,7 @@ BranchResult.attribution records.
 from __future__ import annotations
 
 from ktopic.gates import bisectable
+from ktopic.gates.check import FINDING_KINDS as GATE_KINDS
 from ktopic.model import results as R
 from ktopic.model.results import CRASH, FAIL
 from ktopic.model.targets import BASE, INTEGRATION, Target
@@ -30,13 +31,15 @@ def signature(br: R.BranchResult) -> set[tuple[str, str]]:
     """What a failure is, as (kind, name): each failed or crashed case, each
     suite that failed with no failed case of its own, each finding kind the
     base does not show (by its kind alone: addresses and times differ
-    between boots), a failed build."""
+    between boots), a failed build.  Not the patch gates' findings (a new
+    W=1 warning, a checkpatch error): a probe is a build and a boot, which
+    cannot show them, so a failure made of them alone is not bisected."""
     sig = {("case", f"{s.name}.{c.name}") for s in br.suites for c in s.cases
            if c.status in (FAIL, CRASH)}
     sig |= {("suite", s.name) for s in br.suites if s.status in (FAIL, CRASH) and
             not any(c.status in (FAIL, CRASH) for c in s.cases)}
     for f in br.findings:
-        if f.in_base or f.kind in ("failed_case", "unreported_case"):
+        if f.in_base or f.kind in ("failed_case", "unreported_case") or f.kind in GATE_KINDS:
             continue
         sig.add((f.kind, f.message if f.kind == "missing_suite" else ""))
     build = br.stage("build")
