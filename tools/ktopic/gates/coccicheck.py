@@ -86,7 +86,8 @@ class CocciResult(ResultBase):
     def findings(self) -> list[R.Finding]:
         if self.error:
             return [R.Finding("coccicheck", self.error)]
-        return [R.Finding("coccicheck", f"{r.where()}: {r.message}", r.line,
+        # No console line: the source file and line are in the message.
+        return [R.Finding("coccicheck", f"{r.where()}: {r.message}", 0,
                           [f"{r.where()}: {r.message}",
                            f"scripts/coccinelle/{r.script}; waiver type {r.waiver()}"])
                 for r in self.failing()]

@@ -88,8 +88,9 @@ class WarningsResult(ResultBase):
     def findings(self) -> list[R.Finding]:
         if self.error:
             return [R.Finding("new_warning", self.error)]
+        # No console line: the source file and line are in the message.
         return [R.Finding("new_warning", f"{d.where()}: {d.tool} {d.kind}: {d.message}",
-                          d.line, [f"{d.where()}: {d.kind}: {d.message}", *d.lines])
+                          0, [f"{d.where()}: {d.kind}: {d.message}", *d.lines])
                 for d in self.new]
 
 
