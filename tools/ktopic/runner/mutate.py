@@ -46,6 +46,22 @@ The key does not hold the switched tree: the other mutants in it are
 switched off, and a mutant added to a topic would otherwise run every
 mutant of the topic again.
 
+Why the key holds the tree, not the built objects (docs/ci.md, "Keying
+mutants by the built objects"): "the unmutated branch's built kernel,
+the mutant, and the unmutated text of the files it changes" does not
+decide the mutant's kernel.  The objects the mutant recompiles read
+every header they include, and a macro or inline that only the
+mutant's lines use can change without changing one unmutated object; a
+header mutant recompiles every includer; a lib.a member the mutant
+starts to call is not in the unmutated image; a changed #include or #if
+changes which files are read at all.  A sound key needs the hash of
+every object and archive of the build (not only the image), and for
+each object whose kbuild .cmd names a mutated file its command line and
+the text of each of its dependencies, read from a build directory that
+holds that tree's plain build (the branch's is shared with mutant
+builds and bisect walks), and must fall back to the tree for mutants
+that change a preprocessor line or anything but C.
+
 On another branch (`ktopic mutate --on integration`): a topic's mutants
 applied to the integration branch's head instead of the topic's, built
 as that branch (its fragments, suites, modules, programs, smp; the
