@@ -143,7 +143,7 @@ class FakeRunner:
         self.out_dir = root / "out"
 
     def build_name(self, t):
-        return "topic_a"
+        return buildmod.build_dir_name(t.git_branch or t.branch, t.variant)
 
     def seed(self, t):
         return None
@@ -344,6 +344,27 @@ def test_mutate_runs_the_topic_in_the_variant_asked_for(generated, ktopic, monke
     r = ktopic(*generated.args("mutate", *flag, "counters"))
     assert r.status == 0, r
     assert seen == [(variant, "counters", variant)]
+
+
+@pytest.mark.parametrize("flag,variant,base", [([], "", ""), (["--kcsan"], "kcsan", None)])
+def test_mutate_on_the_integration_branch(generated, ktopic, monkeypatch, flag, variant, base):
+    """--on integration (or its branch name): the topic's mutants on the
+    integration target of the run's variant; under a sanitizer no base
+    (the main job builds none under it).  Only the integration branch."""
+    from ktopic.commands import cmd_mutate
+    write(generated.root / "qemu" / "mutants" / "counters" / "0001-x.patch",
+          "Breaks: x\nCaught-by: s.c\n\ndiff --git a/f b/f\n")
+    seen = []
+    monkeypatch.setattr(cmd_mutate.mut, "mutate", lambda runner, b, t, ms, **kw: seen.append(
+        (b and b.variant, t.topic, t.variant, [m.topic for m in ms])) or [])
+    for on in ("integration", "for-next"):
+        r = ktopic(*generated.args("mutate", *flag, "--on", on, "counters"))
+        assert r.status == 0 and f"counters: 1 mutant(s) on for-next{'+' * bool(variant)}" \
+            f"{variant}" in r.out, r
+    assert seen == [(base, "integration", variant, ["counters"])] * 2
+    r = ktopic(*generated.args("mutate", "--on", "counters", "counters"))
+    assert (r.status, r.err.strip()) == (
+        2, "ktopic: 'counters' is the topic branch; this command takes integration"), r
 
 
 def test_mutate_merges_into_the_ci_report(tmp_path):

@@ -275,3 +275,101 @@ def test_the_switched_commit_keeps_bytes_that_are_not_utf8(tmp_path):
     got = subprocess.run(["git", "cat-file", "blob", f"{c}:lib/f.c"], cwd=repo,
                          capture_output=True).stdout
     assert got.startswith(b"/* Fran\xe7ois */\n") and b"ktopic_mutant == 1" in got
+
+
+def on_for_next(tmp_path, monkeypatch, for_next_f_c: str,
+                makefile: str = "obj-y += f.o\n"):
+    """topic_a's world plus for-next: topic/a with lib/f.c and lib/Makefile
+    as given and a file of another topic; its target under KCSAN, with the
+    same result key as the topic's (the keys must still keep the two
+    apart)."""
+    runner, t, plain, ms, builds, repo, head = topic_a(tmp_path, monkeypatch)
+    git(repo, "checkout", "-q", "-b", "for-next")
+    write(repo / "lib" / "f.c", for_next_f_c)
+    write(repo / "lib" / "Makefile", makefile)
+    write(repo / "lib" / "g.c", "int g(void)\n{\n\treturn 0;\n}\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "b")
+    fn = T.Target(T.BranchSpec("integration", "integration", "for-next", topics=["a", "b"]),
+                  [], variant="kcsan", commit=git(repo, "rev-parse", "HEAD"),
+                  tree=git(repo, "rev-parse", "HEAD^{tree}"), key=t.key)
+    return runner, t, fn, plain, ms, builds, repo
+
+
+def test_a_topics_mutants_on_the_integration_branch(tmp_path, monkeypatch):
+    """`ktopic mutate --on integration --kcsan a`: a's mutants applied to
+    for-next's head (another topic's file there, a's lines moved by a
+    comment), one switched kernel in for-next-kcsan-mutants seeded from
+    for-next-kcsan, each judged as on the topic, every result named "on
+    for-next+kcsan" and kept apart from the topic's own."""
+    runner, t, fn, plain, ms, builds, repo = on_for_next(
+        tmp_path, monkeypatch, "/* for-next moved this */\n" + F_C)
+    refs = git(repo, "for-each-ref")
+    res = M.run_mutants(runner, fn, plain, ms)
+    assert [(r.name, r.status, r.on) for r in res] == [
+        ("0001-moved", R.CAUGHT, "for-next+kcsan"), ("0002-survives", R.SURVIVED, "for-next+kcsan"),
+        ("0003-adds-five", R.CAUGHT, "for-next+kcsan"),
+        ("0004-makefile", R.SURVIVED, "for-next+kcsan")], res
+    assert res[0].named_failed and res[2].named_failed
+    assert [r.group for r in res] == ["a on for-next+kcsan"] * 4
+    assert [(b.name, b.seed) for b in builds] == [
+        ("for-next-kcsan-mutants", tmp_path / "build" / "for-next-kcsan"),
+        ("for-next-kcsan", None)]
+    sw = builds[0].commit
+    assert git(repo, "rev-parse", f"{sw}^") == fn.commit and git(repo, "for-each-ref") == refs
+    assert git(repo, "show", f"{sw}:lib/g.c") and "on for-next+kcsan" in git(
+        repo, "log", "-1", "--format=%s", sw)
+    assert S.resolve(git(repo, "show", f"{sw}:lib/f.c") + "\n", 0).startswith("/* for-next")
+    # The mutant's own build: for-next's head with the mutant, in for-next's directory.
+    assert git(repo, "rev-parse", f"{builds[1].commit}^") == fn.commit
+    # Logs under names of their own, never the topic's mutants' directories.
+    assert res[0].log == "for-next+kcsan_a_0001-moved/console.log", res[0].log
+    # The topic's own run, with the same result key, runs its mutants
+    # again: nothing cached on for-next stands for it, nor the other way.
+    del builds[:], runner.boots[:]
+    own = M.run_mutants(runner, t, plain, ms)
+    assert not any(r.cached or r.on for r in own) and builds[0].name == "topic_a-mutants"
+    again = M.run_mutants(runner, fn, plain, ms)
+    assert all(r.cached and r.on == "for-next+kcsan" for r in again), again
+
+
+def test_a_mutant_that_does_not_apply_on_the_integration_branch_says_so(tmp_path,
+                                                                        monkeypatch):
+    """for-next changed the line mutant 0004 changes: invalid, and the
+    result names the branch and its head; the other runs."""
+    runner, t, fn, plain, ms, builds, repo = on_for_next(
+        tmp_path, monkeypatch, F_C, makefile="obj-y += f.o g.o\n")
+    res = M.run_mutants(runner, fn, plain, [ms[0], ms[3]])
+    assert [r.status for r in res] == [R.CAUGHT, R.INVALID], res
+    assert res[1].summary.startswith(
+        f"does not apply on for-next+kcsan ({fn.commit[:12]}): "), res[1].summary
+    assert not res[1].ok
+
+
+def test_mutants_on_a_failing_integration_branch_are_invalid(tmp_path, monkeypatch):
+    runner, t, fn, plain, ms, builds, repo = on_for_next(tmp_path, monkeypatch, F_C)
+    plain.stages[0].status = R.FAIL
+    res = M.run_mutants(runner, fn, plain, ms[:1])
+    assert res[0].status == R.INVALID and res[0].on == "for-next+kcsan"
+    assert res[0].summary.startswith("for-next+kcsan fails without the mutant")
+
+
+def test_mutants_on_another_branch_count_apart_in_the_report(tmp_path):
+    from ktopic.report import report as rep
+    ms = [R.MutantResult("a", "0001-c", "b", "s.c", R.CAUGHT),
+          R.MutantResult("a", "0001-c", "b", "s.c", R.SURVIVED, "every test passed",
+                         on="for-next+kcsan")]
+    r = R.Report(base_version="6.1", mutants=ms)
+    assert rep.mutation_scores(ms) == {"a": (1, 1), "a on for-next+kcsan": (0, 1)}
+    assert "a on for-next+kcsan: mutant 0001-c SURVIVED: every test passed" in \
+        rep.mutation_lines(r)
+    rep.write_all(r, tmp_path)
+    xml = (tmp_path / "mutants" / "junit.xml").read_text()
+    assert 'name="mutate.a on for-next+kcsan"' in xml and 'name="mutate.a"' in xml
+    assert "a/0001-c on for-next+kcsan" in (tmp_path / "index.html").read_text()
+    assert R.Report.from_json((tmp_path / "report.json").read_text()).mutants == ms
+    # ktopic mutate --on replaces its own results and keeps the topic's.
+    from ktopic.commands import cmd_mutate
+    new = [R.MutantResult("a", "0001-c", "b", "s.c", R.CAUGHT, on="for-next+kcsan")]
+    got = cmd_mutate._merge(tmp_path, "6.1", new, ["a"], "for-next+kcsan")
+    assert got.mutants == ms[:1] + new

@@ -144,10 +144,18 @@ class MutantResult:
     seconds: float = 0.0
     cached: bool = False
     log: str = ""                    # console log of its boot, relative to out/
+    on: str = ""                     # the branch it ran on, when not its topic's
+                                     # (`ktopic mutate --on`): "for-next+kcsan"
 
     @property
     def ok(self) -> bool:
         return self.status == CAUGHT
+
+    @property
+    def group(self) -> str:
+        """What its score is counted under: "locking", or "locking on
+        for-next+kcsan" (never mixed with the topic's own)."""
+        return f"{self.topic} on {self.on}" if self.on else self.topic
 
 
 @dataclass

@@ -317,11 +317,13 @@ MUTANTS_DIR = "mutants"          # out/mutants/: the mutation gate's logs and ju
 
 
 def mutation_scores(mutants: list[R.MutantResult]) -> dict[str, tuple[int, int]]:
-    """topic -> (caught, total), in the order topics first appear."""
+    """topic -> (caught, total), in the order topics first appear; a
+    topic's mutants run on another branch count apart ("locking on
+    for-next+kcsan", MutantResult.group)."""
     out: dict[str, tuple[int, int]] = {}
     for x in mutants:
-        c, n = out.get(x.topic, (0, 0))
-        out[x.topic] = (c + (x.status == R.CAUGHT), n + 1)
+        c, n = out.get(x.group, (0, 0))
+        out[x.group] = (c + (x.status == R.CAUGHT), n + 1)
     return out
 
 
@@ -331,7 +333,7 @@ def mutants_junit_xml(mutants: list[R.MutantResult]) -> bytes:
     root = ET.Element("testsuites", name="ktopic mutate")
     for topic in mutation_scores(mutants):
         suite = _suite_el(root, f"mutate.{topic}")
-        for x in (y for y in mutants if y.topic == topic):
+        for x in (y for y in mutants if y.group == topic):
             status = {R.CAUGHT: PASS, R.SURVIVED: FAIL, PENDING: SKIP}.get(x.status, CRASH)
             msg = {R.SURVIVED: f"survived: {x.name}", R.INVALID: f"invalid: {x.summary}"}.get(
                 x.status, "")
@@ -344,14 +346,14 @@ def mutants_junit_xml(mutants: list[R.MutantResult]) -> bytes:
 
 def mutation_lines(report: R.Report) -> list[str]:
     """The mutation score per topic, then one line per mutant not caught."""
-    waiting = {t: sum(x.topic == t and x.status == PENDING for x in report.mutants)
+    waiting = {t: sum(x.group == t and x.status == PENDING for x in report.mutants)
                for t in mutation_scores(report.mutants)}
     lines = [f"mutation score {topic}: {c}/{n} caught"
              + (f" ({waiting[topic]} pending)" if waiting[topic] else "")
              for topic, (c, n) in mutation_scores(report.mutants).items()]
     for x in report.mutants:
         if x.status not in (R.CAUGHT, PENDING):
-            lines.append(f"{x.topic}: mutant {x.name} {x.status.upper()}: {x.summary}")
+            lines.append(f"{x.group}: mutant {x.name} {x.status.upper()}: {x.summary}")
     return lines
 
 
@@ -363,7 +365,7 @@ def _mutants_html(report: R.Report) -> list[str]:
          "that the topic's tests must catch.</p>",
          "<table><tr><th>topic</th><th>caught</th><th>score</th></tr>"]
     for topic, (c, n) in mutation_scores(report.mutants).items():
-        waiting = any(x.topic == topic and x.status == PENDING for x in report.mutants)
+        waiting = any(x.group == topic and x.status == PENDING for x in report.mutants)
         st = PASS if c == n else PENDING if waiting else FAIL
         h.append(f"<tr><td>{_e(topic)}</td>{_status_cell(st, f'{c}/{n}')}"
                  f"<td>{_e(f'{100 * c // n}%' if n else '-')}</td></tr>")
@@ -372,7 +374,8 @@ def _mutants_html(report: R.Report) -> list[str]:
              "<th>result</th></tr>")
     for x in report.mutants:
         st = {R.CAUGHT: PASS, R.SURVIVED: FAIL, PENDING: PENDING}.get(x.status, CRASH)
-        h.append(f"<tr><td>{_e(x.topic)}/{_e(x.name)}</td>"
+        h.append(f"<tr><td>{_e(x.topic)}/{_e(x.name)}"
+                 + (f" on {_e(x.on)}" if x.on else "") + "</td>"
                  f"{_status_cell(st, x.status + (' (cached)' if x.cached else ''), x.log)}"
                  f"<td>{_e(x.breaks)}</td><td><code>{_e(x.caught_by)}</code></td>"
                  f"<td>{_e(x.summary)}</td></tr>")

@@ -45,6 +45,31 @@ not a result that rests on a time-out (it may be the machine's load).
 The key does not hold the switched tree: the other mutants in it are
 switched off, and a mutant added to a topic would otherwise run every
 mutant of the topic again.
+
+Why the key holds the tree, not the built objects (docs/ci.md, "Keying
+mutants by the built objects"): "the unmutated branch's built kernel,
+the mutant, and the unmutated text of the files it changes" does not
+decide the mutant's kernel.  The objects the mutant recompiles read
+every header they include, and a macro or inline that only the
+mutant's lines use can change without changing one unmutated object; a
+header mutant recompiles every includer; a lib.a member the mutant
+starts to call is not in the unmutated image; a changed #include or #if
+changes which files are read at all.  A sound key needs the hash of
+every object and archive of the build (not only the image), and for
+each object whose kbuild .cmd names a mutated file its command line and
+the text of each of its dependencies, read from a build directory that
+holds that tree's plain build (the branch's is shared with mutant
+builds and bisect walks), and must fall back to the tree for mutants
+that change a preprocessor line or anything but C.
+
+On another branch (`ktopic mutate --on integration`): a topic's mutants
+applied to the integration branch's head instead of the topic's, built
+as that branch (its fragments, suites, modules, programs, smp; the
+switched kernel in <its build>-mutants, seeded from its build directory)
+and judged as on the topic.  Such a result names the branch it ran on
+(MutantResult.on, "for-next+kcsan") and its key holds that name, so it
+never stands for the topic's own result, even where the two branches
+have the same tree and tests.
 """
 
 from __future__ import annotations
@@ -61,7 +86,7 @@ from ktopic.errors import Failure, KtopicError
 from ktopic.kernel import build as buildmod
 from ktopic.model import results as R
 from ktopic.model.results import CAUGHT, FAIL, INVALID, PASS, SURVIVED
-from ktopic.model.targets import Target
+from ktopic.model.targets import Target, variant_branch
 from ktopic.plumbing.gitutil import Git
 from ktopic.runner import mutswitch
 
@@ -115,9 +140,22 @@ def load_mutants(mutants_dir: Path, topic: str) -> list[Mutant]:
     return [parse_mutant(p, topic) for p in sorted(d.glob("*.patch"))]
 
 
-def mutant_commit(git_dir: Path, head: str, m: Mutant) -> str:
+def on_label(t: Target, topic: str) -> str:
+    """The branch a topic's mutants run on when it is not the topic's own,
+    as their results name it ("for-next+kcsan"); "" on the topic's branch."""
+    return "" if t.topic == topic else variant_branch(t.spec.branch, t.variant)
+
+
+def _prefix(t: Target, topic: str) -> str:
+    """The result name's first part: "locking", or "for-next+kcsan/locking"."""
+    on = on_label(t, topic)
+    return f"{on}/{topic}" if on else topic
+
+
+def mutant_commit(git_dir: Path, head: str, m: Mutant, where: str = "") -> str:
     """A commit of head's tree with the mutant applied; only objects are
-    written (a temporary index, no ref, no worktree)."""
+    written (a temporary index, no ref, no worktree).  where: the branch
+    head is, named in the failure when it is not the topic's."""
     g = Git(git_dir)
     with tempfile.TemporaryDirectory(prefix="ktopic-mutant-") as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
@@ -125,7 +163,8 @@ def mutant_commit(git_dir: Path, head: str, m: Mutant) -> str:
         p = g.try_run("apply", "--cached", "--whitespace=nowarn", "-", input=m.diff.decode(
             "utf-8", errors="surrogateescape"), env=env)
         if p.returncode:
-            raise Failure(f"does not apply on {head[:12]}: "
+            on = f"{where} ({head[:12]})" if where else head[:12]
+            raise Failure(f"does not apply on {on}: "
                           f"{(p.stderr.strip().splitlines() or ['git apply failed'])[0]}")
         tree = g.run("write-tree", env=env).strip()
     return g.run("commit-tree", tree, "-p", head, "-m", f"mutant {m.topic}/{m.name}",
@@ -168,7 +207,8 @@ def head_texts(git_dir: Path, head: str, base: str, mutants: list[Mutant]
     return texts, {p for p in hs if in_base.get(p) is None}
 
 
-def switched_commit(git_dir: Path, head: str, plan: mutswitch.Plan, topic: str) -> str:
+def switched_commit(git_dir: Path, head: str, plan: mutswitch.Plan, topic: str,
+                    where: str = "") -> str:
     """A commit of head's tree with the plan's switched files, the switch
     unit and lib/Makefile building it; only objects are written."""
     g = Git(git_dir)
@@ -188,7 +228,8 @@ def switched_commit(git_dir: Path, head: str, plan: mutswitch.Plan, topic: str) 
             g.run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}", env=env)
         tree = g.run("write-tree", env=env).strip()
     return g.run("commit-tree", tree, "-p", head, "-m",
-                 f"mutants of {topic}, switched at boot", env=_CENV).strip()
+                 f"mutants of {topic}, switched at boot" + (f", on {where}" if where else ""),
+                 env=_CENV).strip()
 
 
 _ERROR = re.compile(r"^(\S+?):(\d+):(?:\d+:)? (?:fatal )?error:")
@@ -241,6 +282,8 @@ def build_switched(runner, t: Target, mutants: list[Mutant], on_line=None,
     kernel; a mutant whose switched code does not compile moves to its
     own build, and the rest build again (incremental)."""
     texts, headers = head_texts(runner.git_dir, t.commit, t.base_commit, mutants)
+    topic = mutants[0].topic
+    on = on_label(t, topic)
     sw = Switched()
     if any(number(m) == 0 for m in mutants):
         sw.own[0] = f"{mutswitch.VAR}=0 is every mutant off"
@@ -252,7 +295,7 @@ def build_switched(runner, t: Target, mutants: list[Mutant], on_line=None,
         if not plan.switched:
             return sw
         try:
-            sw.commit = switched_commit(runner.git_dir, t.commit, plan, t.topic)
+            sw.commit = switched_commit(runner.git_dir, t.commit, plan, topic, on)
             req = buildmod.BuildRequest(
                 name=switched_build_name(runner, t), commit=sw.commit,
                 base=t.base_commit or None, fragments=t.fragments,
@@ -283,7 +326,8 @@ def build_switched(runner, t: Target, mutants: list[Mutant], on_line=None,
     return sw
 
 
-def check_switched(runner, t: Target, sw: Switched, store: stampcache.Store) -> None:
+def check_switched(runner, t: Target, sw: Switched, store: stampcache.Store,
+                   topic: str = "") -> None:
     """The switched kernel with no mutant on must pass the branch's tests
     (then a failure with a mutant on is the mutant's); when it does not,
     every mutant gets its own build.  Cached by the switched tree."""
@@ -293,7 +337,8 @@ def check_switched(runner, t: Target, sw: Switched, store: stampcache.Store) -> 
     key = "switched-" + stampcache.key(MUTATE_VERSION, t.key, tree, length=24)
     d = store.get(key)
     if not isinstance(d, dict):
-        mt = dataclasses.replace(t, branch=f"{t.topic}/mutants-off", git_branch=t.branch,
+        mt = dataclasses.replace(t, branch=f"{_prefix(t, topic or t.topic)}/mutants-off",
+                                 git_branch=t.git_branch or t.branch,
                                  commit=sw.commit, tree=tree)
         br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
         runner.keep_build_outputs(mt, sw.build)
@@ -316,9 +361,10 @@ def stop_line(caught_by: str) -> re.Pattern[bytes]:
 
 
 def mutant_key(m: Mutant, t: Target) -> str:
+    on = on_label(t, m.topic)
     return stampcache.key(MUTATE_VERSION, m.path.read_bytes(), t.key, t.tree,
                           Path(__file__).read_bytes(), Path(mutswitch.__file__).read_bytes(),
-                          length=24)
+                          *([f"on {on}"] if on else []), length=24)
 
 
 def named_failed(caught_by: str, br: R.BranchResult) -> bool:
@@ -350,7 +396,7 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool,
     caller holds the work directory's lock."""
     store, key = stampcache.Store(cache), mutant_key(m, t)
     res = R.MutantResult(topic=m.topic, name=m.name, breaks=m.breaks, caught_by=m.caught_by,
-                         status=INVALID)
+                         status=INVALID, on=on_label(t, m.topic))
     d = store.get(key) if use_cache else None
     if isinstance(d, dict):
         try:
@@ -378,7 +424,7 @@ def _own_build(runner, t: Target, m: Mutant, res: R.MutantResult, on_line) -> bo
     """The mutant applied, built in the branch's build directory, booted
     (_boot); res says what happened, and the answer whether to keep it."""
     try:
-        commit = mutant_commit(runner.git_dir, t.commit, m)
+        commit = mutant_commit(runner.git_dir, t.commit, m, on_label(t, m.topic))
     except Failure as e:
         res.summary = str(e).splitlines()[0]
         return True
@@ -404,7 +450,8 @@ def _boot(runner, t: Target, m: Mutant, res: R.MutantResult, commit: str,
     expectations (kw: the kernel arguments that turn it on, if any) and
     judge into res: caught or survived.  Whether to keep the result: not
     when it rests on a time-out."""
-    mt = dataclasses.replace(t, branch=f"{m.topic}/{m.name}", git_branch=t.branch,
+    mt = dataclasses.replace(t, branch=f"{_prefix(t, m.topic)}/{m.name}",
+                             git_branch=t.git_branch or t.branch,
                              commit=commit, tree=Git(runner.git_dir).tree_of(commit))
     br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
     runner.keep_build_outputs(mt, b)
@@ -434,13 +481,15 @@ def _boot(runner, t: Target, m: Mutant, res: R.MutantResult, commit: str,
                                               not f.in_base for f in br.findings)))
 
 
-def mutate(runner, base: Target, t: Target, mutants: list[Mutant],
+def mutate(runner, base: Target | None, t: Target, mutants: list[Mutant],
            use_cache: bool = True, on_result=None) -> list[R.MutantResult]:
-    """Every mutant of one topic.  The base and the unmutated branch run
-    first (from the result cache when unchanged): the base for the
-    findings it shows anyway, the branch because its mutants prove
-    something only when it passes itself."""
-    runner.run(base)
+    """Every mutant of one topic, on t: the topic's branch, or another
+    that stacks it (the integration branch).  The base (None: not run)
+    and the unmutated branch run first (from the result cache when
+    unchanged): the base for the findings it shows anyway, the branch
+    because its mutants prove something only when it passes itself."""
+    if base is not None:
+        runner.run(base)
     plain = runner.run(t)
     return run_mutants(runner, t, plain, mutants, use_cache, on_result)
 
@@ -466,26 +515,30 @@ def run_mutants(runner, t: Target, plain: R.BranchResult, mutants: list[Mutant],
     store = stampcache.Store(cache)
     todo = [m for m in mutants if not (use_cache and isinstance(store.get(mutant_key(m, t)),
                                                                  dict))]
+    topic = mutants[0].topic if mutants else t.topic
+    whose = "" if topic == t.topic else f"{topic}'s "
     switched = None
     if plain.ok and len(todo) >= 2:
-        with runner.steps.step(t.branch, "mutants", f"one kernel for {len(todo)} mutants",
+        with runner.steps.step(t.branch, "mutants",
+                               f"one kernel for {len(todo)} {whose}mutants",
                                kbuild=True) as st:
             switched = build_switched(runner, t, todo, on_line=st.line)
             st.result(f"{sum(switched.on(m) for m in todo)} switched"
                       if switched.build is not None else "none switched")
         if switched.build is not None:
             with runner.steps.step(t.branch, "mutants", "the switched kernel, no mutant on") as st:
-                check_switched(runner, t, switched, store)
+                check_switched(runner, t, switched, store, topic)
                 st.result("ok" if switched.build is not None else "FAILED")
     out = []
     for m in mutants:
         if not plain.ok:
             r = R.MutantResult(topic=m.topic, name=m.name, breaks=m.breaks,
-                               caught_by=m.caught_by, status=INVALID,
-                               summary=f"{t.branch} fails without the mutant: "
-                                       f"{failure_summary(plain)}"[:200])
+                               caught_by=m.caught_by, status=INVALID, on=on_label(t, m.topic),
+                               summary=f"{variant_branch(t.spec.branch, t.variant)} fails "
+                                       f"without the mutant: {failure_summary(plain)}"[:200])
         else:
-            with runner.steps.step(t.branch, "mutants", f"mutant {m.name}", kbuild=True) as st:
+            with runner.steps.step(t.branch, "mutants", f"mutant {whose}{m.name}",
+                                   kbuild=True) as st:
                 r = run_mutant(runner, t, m, cache, use_cache, on_line=st.line,
                                switched=switched)
                 st.result(r.status)

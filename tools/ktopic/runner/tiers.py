@@ -110,7 +110,8 @@ class Tiers:
                               use_cache=self.runner.opts.use_cache)
         names = {m.name for m in mutants}
         self.report.mutants = [x for x in self.report.mutants
-                               if not (x.topic == t.topic and x.name in names)] + got
+                               if not (x.topic == t.topic and not x.on and
+                                       x.name in names)] + got
         if self.live is not None:
             self.live.update(t.branch, "mutants", *mut.verdict(got))
 
