@@ -42,6 +42,19 @@ _procs: OrderedDict[tuple, "_Batch"] = OrderedDict()
 _lock = threading.Lock()
 
 
+def chunks(names: list[str], limit: int):
+    """names in consecutive runs of fewer than limit bytes (one name at
+    least), each written to git before its answers are read."""
+    i = 0
+    while i < len(names):
+        n, size = 0, 0
+        while i + n < len(names) and (n == 0 or size + len(names[i + n]) < limit):
+            size += len(names[i + n]) + 1
+            n += 1
+        yield names[i:i + n]
+        i += n
+
+
 def cacheable(name: str) -> bool:
     """Whether a long-lived git answers name as a new git would."""
     if not name or name != name.strip() or any(ord(c) < 32 for c in name) \
@@ -63,21 +76,15 @@ class _Batch:
     def ask(self, names: list[str]) -> list[str]:
         """git's answer line for each name; OSError if git is gone."""
         out: list[str] = []
-        i = 0
-        while i < len(names):
-            # A pipe's worth of names at most: git writes answers as it reads.
-            n, size = 0, 0
-            while i + n < len(names) and (n == 0 or size + len(names[i + n]) < CHUNK):
-                size += len(names[i + n]) + 1
-                n += 1
-            self.p.stdin.write("".join(s + "\n" for s in names[i:i + n]).encode())
+        # A pipe's worth of names at most: git writes answers as it reads.
+        for part in chunks(names, CHUNK):
+            self.p.stdin.write("".join(s + "\n" for s in part).encode())
             self.p.stdin.flush()
-            for _ in range(n):
+            for _ in part:
                 line = self.p.stdout.readline()
                 if not line.endswith(b"\n"):
                     raise OSError("git cat-file ended")
                 out.append(line[:-1].decode(errors="replace"))
-            i += n
         return out
 
     def close(self) -> None:
