@@ -116,7 +116,8 @@ def plan(m, wd, topic: str) -> Plan:
     p = Plan(topic, target.branch, fragments=target.fragments,
              build_name=buildmod.build_dir_name(target.branch),
              seed=seeds.seed_for(m, wd, want))
-    head = _git(git_dir, "rev-parse", "-q", "--verify", f"refs/heads/{target.branch}^{{commit}}") \
+    tip = f"refs/heads/{target.branch}^{{commit}}"
+    head = (Git(git_dir).resolve(tip) or _git(git_dir, "rev-parse", "-q", "--verify", tip)) \
         if _exists(git_dir, f"refs/heads/{target.branch}") else ""
     if not head.strip():
         p.error = f"no branch {target.branch} in the work repository: run `ktopic generate`"
@@ -143,7 +144,7 @@ def plan(m, wd, topic: str) -> Plan:
 
 
 def _exists(git_dir: Path, ref: str) -> bool:
-    return Git(git_dir).try_run("rev-parse", "-q", "--verify", ref).returncode == 0
+    return Git(git_dir).exists(ref)
 
 
 def _clean(lines: list[str], src: Path) -> list[str]:

@@ -118,6 +118,9 @@ def touched(git_dir: Path, plan) -> dict[str, list[str]]:
 
 
 def _blob(g: Git, commit: str, path: str) -> str:
+    found = g.resolve(f"{commit}:{path}")
+    if found:
+        return found
     r = g.try_run("rev-parse", "-q", "--verify", f"{commit}:{path}")
     return r.stdout.strip() if r.returncode == 0 else ""
 

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ktopic.errors import Failure, check_interrupted
+from ktopic.plumbing import namelookup
 
 ZERO = "0" * 40
 # Every ref this process moved, in transactions that were committed: an
@@ -97,12 +98,37 @@ class Git:
         return subprocess.run(["git", *args], env=env, capture_output=True,
                               text=True, **kw)
 
+    def found(self, name: str) -> tuple[str, str] | None | type(NotImplemented):
+        """(object id, type) of an object name, None if the repository has
+        no such object, NotImplemented where a git of the caller's own must
+        be asked (namelookup)."""
+        got = namelookup.lookup(self.process_env(), [name])
+        return got if got is NotImplemented else got[0]
+
+    def resolve(self, name: str) -> str | None:
+        """The id of the object name names, when the repository has it;
+        None where the caller must ask git itself (no such object, or a
+        name namelookup leaves to a git of its own)."""
+        got = self.found(name)
+        return got[0] if got and got is not NotImplemented else None
+
     def rev_parse(self, rev: str) -> str | None:
+        got = self.found(rev + "^{commit}")
+        if got is not NotImplemented:
+            return got[0] if got else None
         p = self.try_run("rev-parse", "--verify", "-q", rev + "^{commit}")
         return p.stdout.strip() if p.returncode == 0 else None
 
     def tree_of(self, rev: str) -> str:
-        return self.run("rev-parse", rev + "^{tree}").strip()
+        return self.resolve(rev + "^{tree}") or self.run("rev-parse", rev + "^{tree}").strip()
+
+    def exists(self, name: str) -> bool:
+        """Whether `git rev-parse -q --verify name` succeeds."""
+        if self.resolve(name):
+            return True
+        if namelookup.ref_absent(str(self.git_dir), name):
+            return False
+        return self.try_run("rev-parse", "-q", "--verify", name).returncode == 0
 
     def check_objects(self, refs: dict[str, str], names: list[str]) -> None:
         """Failure naming the first of the refs names whose object the
@@ -110,9 +136,12 @@ class Git:
         want = [(n, refs[n]) for n in names if n in refs]
         if not want:
             return
-        out = self.run("cat-file", "--batch-check", input="".join(f"{o}\n" for _, o in want))
-        for (n, o), line in zip(want, out.splitlines()):
-            if line.endswith(" missing"):
+        got = namelookup.lookup(self.process_env(), [o for _, o in want])
+        if got is NotImplemented:
+            out = self.run("cat-file", "--batch-check", input="".join(f"{o}\n" for _, o in want))
+            got = [None if line.endswith(" missing") else line for line in out.splitlines()]
+        for (n, o), found in zip(want, got):
+            if found is None:
                 raise self._missing(n, o)
 
     def _missing(self, name: str, oid: str) -> Failure:
@@ -122,9 +151,15 @@ class Git:
     def ref(self, name: str) -> str | None:
         """The object a full ref name points at, or None; Failure when the
         ref names an object the repository does not have."""
-        p = self.try_run("rev-parse", "--verify", "-q", name + "^{object}")
-        if p.returncode == 0:
-            return p.stdout.strip()
+        got = self.found(name + "^{object}")
+        if got:
+            return got[0]
+        if got is NotImplemented:
+            p = self.try_run("rev-parse", "--verify", "-q", name + "^{object}")
+            if p.returncode == 0:
+                return p.stdout.strip()
+        elif namelookup.ref_absent(str(self.git_dir), name):
+            return None
         p = self.try_run("rev-parse", "--verify", "-q", name)
         if p.returncode == 0 and not name.startswith(p.stdout.strip()):
             raise self._missing(name, p.stdout.strip())

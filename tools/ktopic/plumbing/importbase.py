@@ -58,10 +58,12 @@ def init_repo(wd: Workdir) -> Git:
     git = Git(wd.git_dir)
     if not (wd.git_dir / "HEAD").exists():
         git.run("init", "-q", "--bare")
-        for k, v in (("core.logAllRefUpdates", "always"),   # reflogs: nothing is lost
-                     ("gc.auto", "0"),                      # no surprise repacks mid-run
-                     ("rerere.enabled", "true")):
-            git.run("config", k, v)
+        # What three `git config` would add, written at once (git reads a
+        # section given twice as one).
+        with open(wd.git_dir / "config", "a") as f:
+            f.write("[core]\n\tlogAllRefUpdates = always\n"   # reflogs: nothing is lost
+                    "[gc]\n\tauto = 0\n"                     # no surprise repacks mid-run
+                    "[rerere]\n\tenabled = true\n")
     return git
 
 

@@ -15,6 +15,7 @@ import tempfile
 import weakref
 
 from ktopic.plumbing.gitutil import Git, GitError
+from ktopic.plumbing.namelookup import chunks
 
 CHUNK = 32 * 1024     # bytes of object names written before the objects are read
 GROUP = 512           # objects written before their ids are read
@@ -131,16 +132,11 @@ class ObjectStore:
         if any("\n" in s for s in specs):
             raise ValueError("an object name with a newline")
         out: list[tuple[str, bytes] | None] = []
-        i = 0
-        while i < len(specs):
-            # Names are written a pipe's worth at a time at most: git may
-            # block writing an object back before it has read them all.
-            n, size = 0, 0
-            while i + n < len(specs) and (n == 0 or size + len(specs[i + n]) < CHUNK):
-                size += len(specs[i + n]) + 1
-                n += 1
-            p.send("".join(s + "\n" for s in specs[i:i + n]).encode())
-            for _ in range(n):
+        # Names are written a pipe's worth at a time at most: git may
+        # block writing an object back before it has read them all.
+        for part in chunks(specs, CHUNK):
+            p.send("".join(s + "\n" for s in part).encode())
+            for _ in part:
                 header = p.line().split()
                 if header[-1] in (b"missing", b"ambiguous"):
                     out.append(None)
@@ -148,7 +144,6 @@ class ObjectStore:
                 body = p.read(int(header[2]) + 1)[:-1]
                 out.append((header[1].decode(), body))
                 self.remember(header[0].decode(), header[1].decode(), body)
-            i += n
         return out
 
     def exists(self, spec: str) -> bool:

@@ -23,6 +23,7 @@ from ktopic.send.sender import identity
 from ktopic.model import yamlpos
 from ktopic.errors import Failure, KtopicError
 from ktopic.branches.generate import BACKUP, MADE, Generator, base_commit, worktree_branches
+from ktopic.plumbing import namelookup
 from ktopic.plumbing.gitutil import ZERO, Git
 from ktopic.model.branchspec import INTEGRATION, BranchSpec
 from ktopic.model.manifest import Manifest
@@ -286,12 +287,11 @@ def _generated_head(m: Manifest, wd: Workdir, t: BranchSpec, git: Git):
 
 def _stack(m: Manifest, t: BranchSpec) -> list[dict]:
     """The patch files the revision is made of, by git blob id."""
-    stack = []
     specs = {s.name: s for s in m.branches()}
-    for s in ([] if t.kind == INTEGRATION else [specs[d] for d in t.depends]) + [t]:
-        for tn, p in s.patches:
-            stack.append({"file": f"patches/{tn}/{p.rel}", "blob": revisions.blob_id(p.path)})
-    return stack
+    patches = [(tn, p) for s in ([] if t.kind == INTEGRATION else [specs[d] for d in t.depends])
+               + [t] for tn, p in s.patches]
+    blobs = revisions.blob_ids([p.path for _, p in patches])
+    return [{"file": f"patches/{tn}/{p.rel}", "blob": b} for (tn, p), b in zip(patches, blobs)]
 
 
 def _revision(state: revisions.State, t: BranchSpec, head: str, reroll: bool,
@@ -470,12 +470,23 @@ class Worktree:
         if self.path.exists():
             self.git.try_run("worktree", "remove", "--force", str(self.path))
             shutil.rmtree(self.path, ignore_errors=True)
-        self.git.try_run("worktree", "prune")
+        if (self.git.git_dir / "worktrees").exists():     # all that prune reads
+            self.git.try_run("worktree", "prune")
 
     def drop_scratch(self) -> None:
-        """The scratch branch and the configuration b4 prep gave it."""
-        self.git.try_run("update-ref", "-d", "refs/heads/" + self.scratch)
-        self.git.try_run("config", "--remove-section", f"branch.{self.scratch}")
+        """The scratch branch and the configuration b4 prep gave it (where
+        the ref, its reflog or the name in the configuration file is
+        there: git is not started to find nothing)."""
+        ref = "refs/heads/" + self.scratch
+        if not namelookup.ref_absent(str(self.git.git_dir), ref) \
+                or (self.git.git_dir / "logs" / ref).exists():
+            self.git.try_run("update-ref", "-d", ref)
+        try:
+            config = (self.git.git_dir / "config").read_text(errors="surrogateescape")
+        except OSError:
+            config = None
+        if config is None or self.scratch in config or any(c in self.scratch for c in '"\\'):
+            self.git.try_run("config", "--remove-section", f"branch.{self.scratch}")
 
     def create(self, head: str, env: dict) -> None:
         self.remove()

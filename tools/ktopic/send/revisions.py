@@ -223,9 +223,12 @@ def new_state(root: Path, series: str, label: str) -> State:
     return State(label, state_path(root, label), change_id, 1)
 
 
-def blob_id(path: Path) -> str:
-    return subprocess.run(["git", "hash-object", "--", str(path)], capture_output=True,
-                          text=True, check=True).stdout.strip()
+def blob_ids(paths: list[Path]) -> list[str]:
+    """The git blob id of each file, in one git process."""
+    if not paths:
+        return []
+    return subprocess.run(["git", "hash-object", "--", *map(str, paths)], capture_output=True,
+                          text=True, check=True).stdout.split()
 
 
 def find_commits(git: Git, root: Path, label: str, rev: Revision, stacker=None) -> tuple[str | None, str]:

@@ -54,9 +54,10 @@ def check(git: Git, root: Path, label: str, branch: str,
     rel = f"{revisions.STATE_DIR}/{label}.yaml"
     blob = git.ref(STATE_REF + label)
     kept, kept_id = {}, ""
+    kept_text = git.run("cat-file", "blob", blob) if blob else None
     if blob:
         try:
-            data = yaml.safe_load(git.run("cat-file", "blob", blob))
+            data = yaml.safe_load(kept_text)
             kept, kept_id = _out(data), str(data.get("change-id", ""))
         except (yaml.YAMLError, AttributeError):
             kept = {}
@@ -71,7 +72,7 @@ def check(git: Git, root: Path, label: str, branch: str,
                           f"or sent", rel)
     if state is not None and state.path.exists():
         text = state.path.read_text()
-        if not blob or git.run("cat-file", "blob", blob) != text:
+        if not blob or kept_text != text:
             store(git, label, text)
 
 
