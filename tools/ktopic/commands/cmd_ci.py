@@ -106,11 +106,8 @@ def run(args) -> int:
     report = run_targets(m, common.workdir_of(args), opts, args.branches,
                          out_dir, write_report=True, use_live=True)
     print()
-    rep.print_report(report)
+    rep.print_report(report)        # the table, failures, mutation scores
     print()
-    if report.mutants:
-        print("\n".join(rep.mutation_lines(report)))
-        print()
     rep.print_timing(report.timing)
     if args.first_verdict:
         return 0 if all(b.verdict_ok for b in report.branches) else 1
