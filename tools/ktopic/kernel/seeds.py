@@ -16,6 +16,7 @@ from ktopic.fileio import write_atomic
 from ktopic.kernel.build import build_dir_name
 from ktopic.model.branchspec import BASE, INTEGRATION
 from ktopic.plumbing.gitutil import Git
+from ktopic.plumbing.treediff import changed_paths
 
 
 def finished(d: Path) -> bool:
@@ -42,13 +43,11 @@ def candidates(m, name: str) -> tuple[str, list[str]]:
         [m.topics[d].branch for d in m.closure(name)]
 
 
-def changed_files(git_dir: Path, a: str, b: str) -> int | None:
-    """How many files differ between two branches' trees (None: a branch is missing)."""
-    p = Git(git_dir).try_run("diff", "--name-only", "--no-renames", f"refs/heads/{a}",
-                             f"refs/heads/{b}", "--")
-    if p.returncode:
-        return None
-    return len([x for x in p.stdout.splitlines() if x])
+def changed_files(git_dir: Path, pairs: list[tuple[str, str]]) -> list[int | None]:
+    """How many files differ between the trees of each pair of branches
+    (None: a branch is missing), in one git."""
+    got = changed_paths(Git(git_dir), [(f"refs/heads/{a}", f"refs/heads/{b}") for a, b in pairs])
+    return [None if names is None else len(names) for names in got]
 
 
 def seed_for(m, wd, name: str, variant: str = "") -> Path | None:
@@ -59,12 +58,11 @@ def seed_for(m, wd, name: str, variant: str = "") -> Path | None:
         return None
     base = _dir(wd, BASE, variant)
     branch, cands = candidates(m, name)
+    built = [(c, _dir(wd, c, variant)) for c in cands]
+    built = [(c, d) for c, d in built if finished(d)]
+    counts = changed_files(Path(wd.git_dir), [(c, branch) for c, _ in built]) if built else []
     best, best_n = base, None
-    for c in cands:
-        d = _dir(wd, c, variant)
-        if not finished(d):
-            continue
-        n = changed_files(Path(wd.git_dir), c, branch)
+    for (c, d), n in zip(built, counts):
         if n is not None and (best_n is None or n <= best_n):
             best, best_n = d, n
     return best
@@ -118,10 +116,8 @@ def switch_costs(m, wd, topics: list[str]) -> dict[str, int]:
     deps = dependents(wd.build_dir(build_dir_name(BASE)), Path(wd.src))
     if not deps:
         return {}
-    git = Git(Path(wd.git_dir))
-    out = {}
-    for t in topics:
-        p = git.try_run("diff", "--name-only", "--no-renames", f"refs/heads/{BASE}",
-                        f"refs/heads/{m.topics[t].branch}", "--")
-        out[t] = sum(deps.get(f, 0) for f in p.stdout.split()) if not p.returncode else 0
-    return out
+    got = changed_paths(Git(Path(wd.git_dir)), [(f"refs/heads/{BASE}",
+                                                  f"refs/heads/{m.topics[t].branch}")
+                                                 for t in topics])
+    return {t: sum(deps.get(f, 0) for f in names) if names is not None else 0
+            for t, names in zip(topics, got)}
