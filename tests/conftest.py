@@ -539,6 +539,56 @@ def generated(request, project, _generated_template, ktopic) -> Project:
     return imported
 
 
+def run_quietly(argv: list[str]) -> Run:
+    """cli.main(argv) outside a test (capsys is a test's): its output
+    captured, the signal handlers it takes given back."""
+    import contextlib
+    held = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = cli.main([str(a) for a in argv])
+    finally:
+        for s, h in held.items():
+            signal.signal(s, h)
+    return Run(status, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="session")
+def _mailed_template(tmp_path_factory, tarball, patches_text,
+                     _generated_template) -> tuple[Path, Path, Run]:
+    """The generated project after one `ktopic mail counters` (v1 written
+    with the real b4, not sent), run as the mail tests run it (no user
+    git configuration): its checkout, its work directory and the run.
+    Neither holds a path of the other (the worktree b4 ran in is gone)."""
+    top = tmp_path_factory.mktemp("mailed")
+    root = write_project(top / "repo", tarball, patches_text)
+    wd = top / "repo-work"
+    shutil.copytree(_generated_template[1], wd, symlinks=True)
+    with pytest.MonkeyPatch.context() as mp:
+        hermetic_env(mp, top / "env")
+        (top / "gitconfig").write_text("")
+        mp.setenv("GIT_CONFIG_GLOBAL", str(top / "gitconfig"))
+        mp.setenv("XDG_CONFIG_HOME", str(top / "xdg"))
+        r = run_quietly(["-m", root / "branches.yaml", "-w", wd, "mail", "counters"])
+    assert r.status == 0, r
+    return root, wd, r
+
+
+@pytest.fixture
+def mailed_v1(project, _mailed_template) -> Project:
+    """The generated project with v1 of counters written by `ktopic mail
+    counters` (not sent): a copy of the one run per session (its result
+    is the project's `first` attribute), for the tests that go on from
+    there."""
+    root, wd, r = _mailed_template
+    shutil.rmtree(project.root)
+    shutil.copytree(root, project.root, symlinks=True)
+    shutil.copytree(wd, project.workdir, symlinks=True)
+    project.first = r
+    return project
+
+
 # --- the real packaged tree ---------------------------------------------------
 
 @pytest.fixture(scope="session")
