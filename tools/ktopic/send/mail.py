@@ -191,15 +191,20 @@ class Plan:
 
 def commits(git: Git, start: str, head: str) -> list[tuple[str, str, str, str]]:
     """(commit, subject, patch-id, message) of start..head, oldest first:
-    patch-id ignores the message, which a revision may change alone."""
-    out = []
-    for line in git.run("log", "--reverse", "--format=%H %s", f"{start}..{head}").splitlines():
-        c, subject = line.split(" ", 1)
-        diff = git.run("show", "--format=", c)
-        pid = subprocess.run(["git", "patch-id", "--stable"], input=diff, capture_output=True,
-                             text=True).stdout.split(" ")[0]
-        out.append((c, subject, pid, git.run("show", "-s", "--format=%B", c).strip()))
-    return out
+    patch-id ignores the message, which a revision may change alone.
+    Three gits whatever the number of commits: the messages, the diffs
+    (as `git show` gives each, a merge's combined), their patch-ids."""
+    fields = git.run("log", "--reverse", "-z", "--format=%H%x00%s%x00%B",
+                     f"{start}..{head}").split("\0")
+    listed = [(fields[i], fields[i + 1], fields[i + 2].strip())
+              for i in range(0, len(fields) - 2, 3)]
+    if not listed:
+        return []
+    diffs = git.run("log", "--format=commit %H", "-p", "--cc", f"{start}..{head}")
+    # One "<patch-id> <commit>" line per commit whose diff is not empty.
+    pids = dict(reversed(line.split(" ", 1)) for line in
+                git.run("patch-id", "--stable", input=diffs).splitlines())
+    return [(c, subject, pids.get(c, ""), msg) for c, subject, msg in listed]
 
 
 def changelog(old: list[tuple[str, str, str, str]] | None, new: list[tuple[str, str, str, str]],
