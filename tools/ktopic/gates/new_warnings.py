@@ -146,8 +146,7 @@ def collect(plan, wd, at: str, jobs: int = 0, log=None) -> Collected:
         else []
     if at == "start":
         git = Git(git_dir)
-        files = [f for f in files
-                 if git.try_run("cat-file", "-e", f"{commit}:{f}").returncode == 0]
+        files = [f for f in files if git.has(f"{commit}:{f}")]
     col = Collected(at, commit, files)
     if not files:
         return col

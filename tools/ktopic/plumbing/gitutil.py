@@ -122,6 +122,14 @@ class Git:
     def tree_of(self, rev: str) -> str:
         return self.resolve(rev + "^{tree}") or self.run("rev-parse", rev + "^{tree}").strip()
 
+    def has(self, name: str) -> bool:
+        """Whether `git cat-file -e name` succeeds (the object is there),
+        asked of the repository's long-lived look-up where it can be."""
+        got = self.found(name)
+        if got is NotImplemented:
+            return self.try_run("cat-file", "-e", name).returncode == 0
+        return got is not None
+
     def exists(self, name: str) -> bool:
         """Whether `git rev-parse -q --verify name` succeeds."""
         if self.resolve(name):

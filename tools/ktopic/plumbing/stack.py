@@ -63,7 +63,7 @@ class StackCache:
     def exists(self, commit: str) -> bool:
         if self.store is not None:
             return self.store.exists(commit + "^{commit}")
-        return self.git.try_run("cat-file", "-e", commit + "^{commit}").returncode == 0
+        return self.git.has(commit + "^{commit}")
 
     def put(self, parent: str, patch: PatchFile, commit: str) -> None:
         self.map[f"{parent} {patch.sha256} {self.LAYOUT}"] = commit

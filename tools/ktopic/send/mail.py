@@ -123,7 +123,7 @@ def signing_key(git: Git, key: str = "patatt.signingkey") -> str:
 def get_maintainers(git: Git, start: str, head: str) -> tuple[list[str], str]:
     """Addresses scripts/get_maintainer.pl of the branch gives for the
     series, and a note when it could not run."""
-    if git.try_run("cat-file", "-e", f"{head}:scripts/get_maintainer.pl").returncode:
+    if not git.has(f"{head}:scripts/get_maintainer.pl"):
         return [], "the tree has no scripts/get_maintainer.pl"
     with tempfile.TemporaryDirectory(prefix="ktopic-maint-") as tmp:
         for path in ("scripts/get_maintainer.pl", "MAINTAINERS", ".mailmap",
