@@ -25,6 +25,7 @@ from ktopic.errors import Failure, KtopicError
 from ktopic.branches.generate import BACKUP, MADE, Generator, base_commit, worktree_branches
 from ktopic.plumbing import namelookup
 from ktopic.plumbing.gitutil import ZERO, Git
+from ktopic.plumbing.objstore import ObjectStore
 from ktopic.model.branchspec import INTEGRATION, BranchSpec
 from ktopic.model.manifest import Manifest
 from ktopic.model.workdir import Workdir
@@ -563,21 +564,28 @@ def write_cover(plan: Plan, wt: Worktree, env: dict) -> str:
     cover_commit = git.run("log", "--grep", MAGIC, "-F", "--format=%H", "-1", tip).strip()
     if not cover_commit:
         raise Failure(f"b4 prep made no cover commit on {wt.scratch}")
-    raw = git.run("cat-file", "commit", cover_commit)
-    header, message = raw.split("\n\n", 1)
-    _, tracking = _tracking(message)
-    tracking.setdefault("series", {})
-    tracking["series"]["revision"] = plan.revision
-    tracking["series"]["change-id"] = plan.state.change_id
-    message = (plan.cover_text + "\n" + MAGIC + "\n"
-               "# This section is used internally by b4 prep for tracking purposes.\n"
-               + json.dumps(tracking, indent=2) + "\n")
-    new = git.run("hash-object", "-t", "commit", "-w", "--stdin",
-                  input=header + "\n\n" + message).strip()
-    for c in git.run("rev-list", "--reverse", f"{cover_commit}..{tip}").split():
-        raw = git.run("cat-file", "commit", c)
-        raw = re.sub(r"^parent [0-9a-f]+$", f"parent {new}", raw, count=1, flags=re.M)
-        new = git.run("hash-object", "-t", "commit", "-w", "--stdin", input=raw).strip()
+    later = git.run("rev-list", "--reverse", f"{cover_commit}..{tip}").split()
+    # Every commit read in one git and written through one other (the
+    # ids are computed as they are written, stored at sync()).
+    store = ObjectStore(git)
+    try:
+        raws = [got[1] for got in store.read([cover_commit, *later])]
+        header, message = raws[0].split(b"\n\n", 1)
+        _, tracking = _tracking(message.decode())
+        tracking.setdefault("series", {})
+        tracking["series"]["revision"] = plan.revision
+        tracking["series"]["change-id"] = plan.state.change_id
+        message = (plan.cover_text + "\n" + MAGIC + "\n"
+                   "# This section is used internally by b4 prep for tracking purposes.\n"
+                   + json.dumps(tracking, indent=2) + "\n")
+        new = store.write_commit(header + b"\n\n" + message.encode(), wait=False)
+        for raw in raws[1:]:
+            raw = re.sub(rb"^parent [0-9a-f]+$", b"parent " + new.encode(), raw, count=1,
+                         flags=re.M)
+            new = store.write_commit(raw, wait=False)
+        store.sync()
+    finally:
+        store.close()
     if git.tree_of(new) != plan.tree:
         raise Failure(f"b4's branch {wt.scratch} does not hold the tree of {plan.t.branch}")
     git.update_refs([(ref, new, tip)], "ktopic mail: cover letter")
