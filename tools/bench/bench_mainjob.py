@@ -12,9 +12,23 @@ gate cache, an EMPTY ccache), once cold and once warm (nothing changed).
 
 Printed: the total and each part's wall and CPU time beside the load
 average; each stage's wall and CPU seconds (report.json "timing", summed
-over branches: bisect builds, warnings, build, boot+tests, mutants, ...);
-and the FLOOR: the sum of the builds that had to compile (nearly)
-everything, from out/steps.json (each step's kbuild count):
+over branches: bisect builds, warnings, build, boot+tests, mutants, ...),
+the KCSAN branches' own; and the FLOOR, the job's new compiles: every
+compile of an object whose inputs no earlier build in the job had.  The
+job starts with an empty ccache, so those are exactly its ccache misses
+(out/steps.json has each build's), and a hit is a rebuild of what was
+built before; relinks and kbuild's walks are not in it.  Each miss is
+priced at its variant's cost of a compile: the wall time over the misses
+of the build with the most misses under that variant (the base's, or
+for-next+kcsan's).  So fs's header commits count, whatever their share
+of the tree, and for-next's build counts only for what no topic compiled.
+
+Two verdicts against it: the first verdict (tier 1: the wall time to
+ci's "first verdict" mark in steps.json) against the new compiles before
+it, target <= 1.15x; the whole job against all of them, <= 1.3x.
+
+Beside them, last round's floor: the builds that compiled nearly
+everything and had to:
 
     the base                                 (a new configuration)
     a bisect build of a commit that changes a widely included header
@@ -32,7 +46,7 @@ built under it (the main job, green).  "Widely included": a header that
 at least half of the base build's objects depend on (their .cmd files).
 Every other build that compiled nearly everything is listed as
 AVOIDABLE: that is time a better order or seed would save.  Targets: cold <= 45 min wall
-and <= 1.3 x the floor; warm <= 15 s.
+(set before the KCSAN builds and the mutants joined the job); warm <= 15 s.
 
 The whole cold job takes an hour or more on a shared 2-core machine.
 A subset tries it in minutes:
@@ -47,7 +61,10 @@ the integration branch); the floor and the targets are then the subset's.
 A newcomer's first `make` is itself a cold run, in the real work
 directory.  Its floor, from what it left:
 
-    tools/bench/bench_mainjob.py --analyse out --wall SECONDS
+    tools/bench/bench_mainjob.py --analyse out --wall SECONDS [--tier1 SECONDS]
+
+(--tier1, the wall time to the log's "first verdict" line, only for a
+steps.json from before its mark.)
 """
 
 from __future__ import annotations
@@ -59,6 +76,7 @@ import shlex
 import shutil
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -71,6 +89,9 @@ from ktopic.kernel.seeds import object_dependencies  # noqa: E402
 
 COLD_TARGET = 45 * 60
 FLOOR_RATIO = 1.3
+TIER1_RATIO = 1.15
+TIER1_STAGES = ("build", "boot+tests", "expect", "check")
+FIRST_VERDICT = "first verdict"   # runner/tiers.py's mark in steps.json
 WARM_TARGET = 15.0
 NEARLY_ALL = 0.5          # of the base's kbuild steps
 WIDE = 0.5                # of the base's objects depending on a header
@@ -136,6 +157,64 @@ def floor_steps(steps: list[dict], changes_wide) -> tuple[list[dict], list[dict]
     return floor, avoidable
 
 
+def tier1_count(steps: list[dict]) -> int:
+    """How many of steps.json's records (in the order they ended) are tier
+    1's: those before the "first verdict" mark; in a steps.json without
+    marks (before 7 December 2026), those before the first record of a
+    kind only tier 2 makes (a gate's, a mutant's, a variant's)."""
+    for i, s in enumerate(steps):
+        if s["stage"] == "mark" and s["what"] == FIRST_VERDICT:
+            return i
+    for i, s in enumerate(steps):
+        if s["stage"] not in TIER1_STAGES or variant_of(s["branch"]):
+            return i
+    return len(steps)
+
+
+def compile_price(steps: list[dict]) -> dict[str, float]:
+    """Wall seconds per new compile, per variant ("" for the plain
+    kernels): the build under that variant with the most ccache misses,
+    its wall over its misses (the base's, or for-next+kcsan's in the main
+    job, which builds no base+kcsan): what one more object compiled from
+    nothing cost the job, make -j on this machine."""
+    best: dict[str, dict] = {}
+    for s in steps:
+        if s["stage"] in ("build", "bisect builds") and s.get("ccache_misses"):
+            v = variant_of(s["branch"])
+            if s["ccache_misses"] > best.get(v, {}).get("ccache_misses", 0):
+                best[v] = s
+    return {v: s["seconds"] / s["ccache_misses"] for v, s in best.items()}
+
+
+def new_compiles(steps: list[dict]) -> list[tuple[dict, float]]:
+    """(step, its share of the floor in seconds) for every step that
+    compiled what no earlier build of the job had: its ccache misses (the
+    job starts with an empty ccache, so a miss is a compile of new inputs
+    and a hit a rebuild of something built before; relinks, kbuild's walk
+    and hits cost nothing here), each at its variant's compile_price()."""
+    price = compile_price(steps)
+    plain = price.get("", 0.0)
+    return [(s, s["ccache_misses"] * price.get(variant_of(s["branch"]), plain))
+            for s in steps if s.get("ccache_misses")]
+
+
+def tier1_wall(steps: list[dict], timing: list[dict], wall: float) -> float | None:
+    """The job's wall time to its first verdict: the whole wall less what
+    `ktopic ci` ran after its "first verdict" mark (None without one)."""
+    mark = next((s for s in steps if s["stage"] == "mark" and s["what"] == FIRST_VERDICT
+                 and "end" in s), None)
+    total = next((r["seconds"] for r in timing if r.get("stage") == "total"), None)
+    if mark is None or total is None:
+        return None
+    return wall - (total - mark["end"])
+
+
+def variant_seconds(timing: list[dict], variant: str) -> tuple[float, float]:
+    """(wall, cpu) of every stage of the branches built under variant."""
+    rows = [r for r in timing if r.get("branch") and variant_of(r["branch"]) == variant]
+    return sum(r.get("seconds", 0.0) for r in rows), sum(r.get("cpu", 0.0) for r in rows)
+
+
 # -------------------------------------------------------------- analysis
 
 def floor_of(report: dict, steps: list[dict], wd: Path):
@@ -164,47 +243,105 @@ def floor_of(report: dict, steps: list[dict], wd: Path):
     return wide, floor, avoidable
 
 
-def floor_rows(report: dict, wide: set[str], floor: list[dict], avoidable: list[dict],
-               wall: float):
-    """(table rows, total / floor, floor seconds): the stage totals, the
-    floor's builds and the avoidable ones of a run that took `wall`."""
+@dataclass
+class Floors:
+    """A cold job's figures against its floors (floor_rows())."""
+    wall: float
+    floor: float                  # new compiles, the whole job
+    tier1: float | None           # wall to the first verdict
+    tier1_floor: float            # new compiles before it
+    old_floor: float              # last round's: builds that compiled nearly everything
+
+    @staticmethod
+    def ratio(a, b) -> float:
+        return a / b if a is not None and b else float("inf")
+
+    def verdicts(self) -> bool:
+        ok = True
+        if self.tier1 is not None:
+            ok &= verdict("first verdict / its floor",
+                          self.ratio(self.tier1, self.tier1_floor) <= TIER1_RATIO,
+                          f"{self.ratio(self.tier1, self.tier1_floor):.2f} (target <= "
+                          f"{TIER1_RATIO}; {fmt_s(self.tier1)} against {fmt_s(self.tier1_floor)})")
+        ok &= verdict("main job / its floor", self.ratio(self.wall, self.floor) <= FLOOR_RATIO,
+                      f"{self.ratio(self.wall, self.floor):.2f} (target <= {FLOOR_RATIO}; "
+                      f"{fmt_s(self.wall)} against {fmt_s(self.floor)})")
+        return ok
+
+
+def floor_rows(report: dict, steps: list[dict], wide: set[str], floor: list[dict],
+               avoidable: list[dict], wall: float, tier1: float | None = None):
+    """(table rows, Floors) of a cold run that took `wall` (`tier1` to its
+    first verdict, when known otherwise than by a mark in steps.json): the
+    stage totals, the floor of new compiles (new_compiles()) for tier 1
+    and the whole job, the mutant and KCSAN stages, and last round's floor
+    (the builds that compiled nearly everything, floor_steps()) with the
+    avoidable builds."""
+    timing = report.get("timing", [])
     rows = [(f"  stage {st}", f"{fmt_s(w)} wall, CPU {fmt_s(c)}, {k} kbuild steps")
-            for st, w, c, k in stage_totals(report.get("timing", []))]
+            for st, w, c, k in stage_totals(timing)]
+    kw, kc = variant_seconds(timing, "kcsan")
+    rows.append(("  KCSAN (every stage of the +kcsan branches)",
+                 f"{fmt_s(kw)} wall, CPU {fmt_s(kc)}"))
+    price = compile_price(steps)
+    rows.append(("price of a new compile (the build with most misses)",
+                 ", ".join(f"{v or 'plain'} {p:.3f} s" for v, p in sorted(price.items()))))
+    n1 = tier1_count(steps)
+    paid = new_compiles(steps)
+    first = {id(s) for s in steps[:n1]}
+    f1 = sum(sec for s, sec in paid if id(s) in first)
+    fall = sum(sec for _, sec in paid)
+    for s, sec in paid:
+        if sec >= 30:
+            rows.append((f"  {'tier 1' if id(s) in first else 'tier 2'} {s['branch']} "
+                         f"{s['what']} {s.get('commit', '')[:12]}".rstrip(),
+                         f"{s['ccache_misses']} new compiles, {fmt_s(sec)} "
+                         f"(step {fmt_s(s['seconds'])})"))
+    small = [(s, sec) for s, sec in paid if sec < 30]
+    if small:
+        rows.append((f"  {len(small)} other steps (each under 30 s of new compiles)",
+                     fmt_s(sum(sec for _, sec in small))))
+    t1 = tier1_wall(steps, timing, wall)
+    t1 = t1 if t1 is not None else tier1
+    rows.append(("first verdict (tier 1): wall / floor of its new compiles",
+                 f"{fmt_s(t1) if t1 is not None else 'not known'} / {fmt_s(f1)}"
+                 + (f" = {t1 / f1:.2f}" if t1 is not None and f1 else "")))
+    rows.append(("whole job: wall / floor of its new compiles",
+                 f"{fmt_s(wall)} / {fmt_s(fall)}" + (f" = {wall / fall:.2f}" if fall else "")))
     rows.append(("wide headers (>= half of base's objects)",
                  f"{len(wide)}: {', '.join(sorted(wide)[:6])}{' ...' if len(wide) > 6 else ''}"))
     for s in floor:
-        rows.append((f"  floor {s['branch']} {s['what']}",
+        rows.append((f"  nearly-all build {s['branch']} {s['what']}",
                      f"{fmt_s(s['seconds'])}, {s['kbuild']} kbuild steps "
                      f"{s['commit'][:12]}".rstrip()))
     for s in avoidable:
         rows.append((f"  AVOIDABLE {s['branch']} {s['what']}",
                      f"{fmt_s(s['seconds'])}, {s['kbuild']} kbuild steps "
                      f"{s['commit'][:12]}".rstrip()))
-    floor_s = sum(s["seconds"] for s in floor)
-    ratio = wall / floor_s if floor_s else float("inf")
-    rows.append(("floor: builds that had to compile nearly everything",
-                 f"{fmt_s(floor_s)} ({len(floor)} build(s)); total / floor = {ratio:.2f}"))
+    old = sum(s["seconds"] for s in floor)
+    rows.append(("last round's floor: builds that had to compile nearly everything",
+                 f"{fmt_s(old)} ({len(floor)} build(s)); total / it = "
+                 + (f"{wall / old:.2f}" if old else "-")))
     failed = [b["branch"] for b in report["branches"]
               if any(s["status"] == "fail" for s in b["stages"])]
     if failed:
         rows.append(("branches that failed", ", ".join(failed)))
-    return rows, ratio, floor_s
+    return rows, Floors(wall, fall, t1, f1, old)
 
 
-def analyse(out: Path, wall: float) -> bool:
+def analyse(out: Path, wall: float, tier1: float | None = None) -> bool:
     """--analyse: the floor of a main job that already ran in the work
     directory ($KTOPIC_WORKDIR or ~/.cache/ktopic), e.g. a newcomer's
-    first `make`, its out/ given, and its wall time measured outside."""
+    first `make`, its out/ given, and its wall time (and, for a run whose
+    steps.json has no first-verdict mark, the time to it) measured outside."""
     from ktopic.model.workdir import Workdir
     report = json.loads((out / "report.json").read_text())
     steps = json.loads((out / "steps.json").read_text())
     wide, floor, avoidable = floor_of(report, steps, Workdir().root)
-    rows, ratio, floor_s = floor_rows(report, wide, floor, avoidable, wall)
+    rows, floors = floor_rows(report, steps, wide, floor, avoidable, wall, tier1)
     table([("main job (measured outside)", fmt_s(wall)), *rows])
     ok = verdict("main job", wall <= COLD_TARGET, f"{fmt_s(wall)} (target <= 45 min)")
-    ok &= verdict("main job / floor", ratio <= FLOOR_RATIO,
-                  f"{ratio:.2f} (target <= {FLOOR_RATIO}; floor {fmt_s(floor_s)})")
-    return ok
+    return floors.verdicts() and ok
 
 
 # ------------------------------------------------------------------- run
@@ -223,6 +360,9 @@ def _opts(argv: list[str] | None):
                         "(its out/ directory; with --wall)")
     p.add_argument("--wall", type=float, default=0.0, metavar="SECONDS",
                    help="with --analyse: the job's wall time, measured outside")
+    p.add_argument("--tier1", type=float, default=None, metavar="SECONDS",
+                   help="with --analyse: the wall time to the first verdict, measured "
+                        "outside (for a steps.json without its mark)")
     p.add_argument("-j", "--jobs", type=int, default=int(env("KTOPIC_BENCH_MAINJOB_JOBS", "0")),
                    help="make -j (default: nproc)")
     return p.parse_args(argv or [])
@@ -251,7 +391,7 @@ def main_job(ktopic: list[str], ci_args: list[str], out: Path, log: Path):
 def run(repeat: int = 1, argv: list[str] | None = None) -> bool:
     o = _opts(argv)
     if o.analyse:
-        return analyse(o.analyse, o.wall)
+        return analyse(o.analyse, o.wall, o.tier1)
     names = [n.strip() for n in o.topics.split(",") if n.strip()]
     ci_args = [*names, *shlex.split(o.ci_options)] + (["-j", str(o.jobs)] if o.jobs else [])
     cores = os.cpu_count() or 1
@@ -290,13 +430,12 @@ def run(repeat: int = 1, argv: list[str] | None = None) -> bool:
     rows += [(f"  warm {k}", m.text()) for k, m in warm_parts.items()]
     rows += [(f"  warm stage {st}", f"{fmt_s(w)} wall, CPU {fmt_s(c)}, {k} kbuild steps")
              for st, w, c, k in stage_totals(warm_report.get("timing", []))]
-    frows, ratio, floor_s = floor_rows(report, wide, floor, avoidable, cold.wall)
+    frows, floors = floor_rows(report, steps, wide, floor, avoidable, cold.wall)
     table(rows + frows)
     ok = verdict("cold main job", cold.wall <= COLD_TARGET,
                  f"{fmt_s(cold.wall)} (target <= 45 min; CPU / {cores} = "
                  f"{fmt_s(cold.cpu / cores)}; load {cold.loadtext()})")
-    ok &= verdict("cold / floor", ratio <= FLOOR_RATIO,
-                  f"{ratio:.2f} (target <= {FLOOR_RATIO}; floor {fmt_s(floor_s)})")
+    ok &= floors.verdicts()
     ok &= verdict("warm main job", warm.wall <= WARM_TARGET,
                   f"{fmt_s(warm.wall)} (target <= 15 s; load {warm.loadtext()})")
     return ok

@@ -164,6 +164,27 @@ def test_other_does_not_count_the_attribute_probes_twice():
     assert by[("", "total")].seconds == 155.0
 
 
+def test_records_say_when_each_step_ended_and_where_a_mark_was_made():
+    """steps.json tells the steps before the main job's first verdict from
+    those after it (tools/bench/bench_mainjob.py reads it): each record's
+    end, from the log's start, and a mark between them that no stage
+    total counts."""
+    from ktopic.kernel.steplog import StepLog
+    clock = Clock()
+    log = StepLog(clock=clock, cpu=clock.cpu, load=lambda: 1.0, ticker=False)
+    with log.step("base", "build"):
+        clock.now += 100
+    clock.now += 5
+    log.mark("first verdict")
+    with log.step("topic/a", "mutants"):
+        clock.now += 20
+    recs = log.steps_done()
+    assert [(r["stage"], r["what"], r["end"]) for r in recs] == [
+        ("build", "build", 100.0), ("mark", "first verdict", 105.0),
+        ("mutants", "mutants", 125.0)]
+    assert {r.stage for r in log.totals()} == {"build", "mutants", "other", "total"}
+
+
 def test_totals_add_up_and_say_where_the_time_went():
     from ktopic.kernel.steplog import StepLog
     from ktopic.report import report as rep

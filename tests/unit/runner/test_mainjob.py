@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import shutil
 import subprocess
 import sys
@@ -398,6 +399,10 @@ def test_the_first_verdict_stops_with_the_rest_pending(job, capsys):
     html = (out / "index.html").read_text()
     assert 'class="st pending"' in html and "pending" in rep.mutation_lines(saved)[0]
     assert all(b.verdict_ok for b in report.branches) and not report.ok
+    steps = json.loads((out / "steps.json").read_text())
+    marks = [s for s in steps if s["stage"] == "mark"]
+    assert [m["what"] for m in marks] == ["first verdict"]     # the bench's tier-1 line
+    assert steps.index(marks[0]) > 0 and steps[0]["stage"] == "build"
 
 
 def test_a_gate_failing_in_tier_two_fails_a_branch_that_booted(job):

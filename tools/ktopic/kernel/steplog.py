@@ -187,7 +187,8 @@ class StepLog:
             row.kbuild += s.count
             rec = {"branch": s.branch, "stage": s.stage, "what": s.what, "commit": s.commit,
                    "seconds": round(now - s.t0, 2), "cpu": round(self.cpu() - s.cpu0, 2),
-                   "kbuild": s.count, "outcome": s.outcome}
+                   "kbuild": s.count, "outcome": s.outcome,
+                   "end": round(now - self.t0, 2)}
             if s.cc0 is not None:
                 cc = self.ccache()
                 if cc is not None:
@@ -239,10 +240,20 @@ class StepLog:
         return False
 
     # --- where the time went
+    def mark(self, what: str) -> None:
+        """A record of a moment, not a step (stage "mark"): e.g. the main
+        job's first verdict, so that a reader of steps.json can tell the
+        steps before it from those after."""
+        with self.lock:
+            self.records.append({"branch": "", "stage": "mark", "what": what, "commit": "",
+                                 "seconds": 0.0, "cpu": 0.0, "kbuild": 0, "outcome": "",
+                                 "end": round(self.clock() - self.t0, 2)})
+
     def steps_done(self) -> list[dict]:
         """Every finished step, in the order they ended: branch, stage, what,
         commit, seconds, cpu, kbuild (its kbuild steps: how much it
-        compiled), outcome, and ccache_hits/misses for a build."""
+        compiled), outcome, end (seconds from this log's start), and
+        ccache_hits/misses for a build; and the marks (mark())."""
         with self.lock:
             return [dict(r) for r in self.records]
 

@@ -24,6 +24,7 @@ from ktopic.report import report as rep
 from ktopic.runner import mutate as mut
 
 LATER = "tier 2"
+FIRST_VERDICT = "first verdict"   # the mark in steps.json where tier 1 ends
 
 
 def pending_branch(t: Target) -> R.BranchResult:
@@ -42,7 +43,7 @@ def pending_mutants(mutants: list[mut.Mutant]) -> list[R.MutantResult]:
 def first_verdict(report: R.Report) -> str:
     plain = [b for b in report.branches if not b.variant]
     good = sum(b.verdict_ok for b in plain)
-    return f"first verdict: {good}/{len(plain)} branches pass"
+    return f"{FIRST_VERDICT}: {good}/{len(plain)} branches pass"
 
 
 class Tiers:
@@ -85,6 +86,7 @@ class Tiers:
         finally:
             r.opts = opts
         self.publish(targets)
+        self.runner.steps.mark(FIRST_VERDICT)
         where = f" (report: {self.out_dir / rep.HTML_NAME})" if self.out_dir else ""
         self.say(first_verdict(self.report) + where)
         for line in rep.failure_lines(self.report):
