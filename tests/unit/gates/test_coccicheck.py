@@ -127,6 +127,19 @@ def test_missing_spatch_is_a_failure_that_says_so(repo, monkeypatch):
     assert res.findings()[0].kind == "coccicheck"
 
 
+def test_a_script_spatch_cannot_compile_names_what_to_install(repo, fake_spatch):
+    """Debian's coccinelle leaves out the OCaml compiler that scripts with
+    OCaml rules need: the gate fails, naming the package."""
+    fake_spatch.write_text(fake_spatch.read_text() + (
+        "\nsys.stderr.write('No OCaml compiler found! Install either ocamlopt or "
+        "ocamlopt.opt\\n'); sys.exit(1)\n"))
+    fake_spatch.write_text(fake_spatch.read_text().replace(
+        "            if \"BAD\" in line:", "            if False:"))
+    res = coccicheck.check(repo.plan, repo.wd)
+    assert not res.ok and "No OCaml compiler found" in res.error
+    assert "ocaml-nox" in res.error
+
+
 def test_the_cache_key_is_the_touched_files_scripts_spatch_and_waivers(repo, fake_spatch):
     def key(plan=repo.plan, m=None, rules="r1"):
         return gatecache.key(gatecache.key_parts("coccicheck", plan, {}, rules, repo.wd, m))

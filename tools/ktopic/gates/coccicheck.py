@@ -172,6 +172,13 @@ def _scripts(git_dir: Path, commit: str, dest: Path) -> list[Path]:
                   if re.search(r"^virtual\s+report\b", p.read_text(errors="replace"), re.M))
 
 
+# What spatch says when a part it needs at run time is missing, and where
+# Debian has it: scripts with OCaml rules (api/check_bq27xxx_data.cocci)
+# are compiled when they run, and Debian's coccinelle does not bring the
+# compiler.
+SPATCH_NEEDS = {"No OCaml compiler found": "Debian: ocaml-nox, which ci/deps installs"}
+
+
 def _options(script: Path) -> list[str]:
     m = re.search(r"^// Options:(.*)$", script.read_text(errors="replace"), re.M)
     return m.group(1).split() if m else []
@@ -191,7 +198,9 @@ def _spatch(script: Path, tree: Path, rel: str) -> tuple[list[tuple[str, Report]
         if mt:
             out.append((mt["side"], Report(mt["file"], int(mt["line"]), rel, mt["msg"])))
     if r.returncode != 0 and not out:
-        return [], f"spatch failed on {rel}: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+        why = (r.stderr.strip().splitlines() or ["?"])[-1]
+        hint = next((f" ({h})" for text, h in SPATCH_NEEDS.items() if text in r.stderr), "")
+        return [], f"spatch failed on {rel}: {why}{hint}"
     return out, ""
 
 
