@@ -86,12 +86,12 @@ from benchlib import REPO, scratch_workdir, table, verdict  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tools"))
 from ktopic.kernel.seeds import object_dependencies  # noqa: E402
+from ktopic.runner.tiers import FIRST_VERDICT  # noqa: E402  (its mark in steps.json)
 
 COLD_TARGET = 45 * 60
 FLOOR_RATIO = 1.3
 TIER1_RATIO = 1.15
 TIER1_STAGES = ("build", "boot+tests", "expect", "check")
-FIRST_VERDICT = "first verdict"   # runner/tiers.py's mark in steps.json
 WARM_TARGET = 15.0
 NEARLY_ALL = 0.5          # of the base's kbuild steps
 WIDE = 0.5                # of the base's objects depending on a header
