@@ -491,3 +491,40 @@ def test_the_cases_a_time_out_cut_off_are_no_other_failure(tmp_path, monkeypatch
     for _ in range(2):
         assert M.run_mutant(runner, t, m, tmp_path / "cache", True).status == R.CAUGHT
     assert len(built) == 2
+
+
+def test_a_mutant_caught_by_an_expectation_boots_it_alone_first(tmp_path, monkeypatch):
+    """A mutant whose Caught-by names an expected report boots that
+    expectation alone: when the report is missing, that decides it, with
+    no test boot and no other expectation.  When the report is there, the
+    tests and every expectation decide, as for any other mutant."""
+    from ktopic.model.manifest import Expect
+    boots, expects, missing = [], [], []
+
+    def boot_and_test(t, br, res, stop_at=None):
+        boots.append(stop_at)
+        br.stages.append(R.StageResult("test", R.PASS, 0.0, "ok"))
+
+    def expectations(t, br, res):
+        expects.append([e.name for e in t.expect])
+        bad = [e.name for e in t.expect if e.name in missing]
+        br.findings += [R.Finding("expect", f"{n}: expected a lockdep report") for n in bad]
+        br.stages.append(R.StageResult("expect", R.FAIL if bad else R.PASS, 0.0, ""))
+    runner, t, _, built = one_mutant(tmp_path, monkeypatch, boot_and_test)
+    runner.expectations = expectations
+    t.spec.expect = [Expect(n, "mod", "", "lockdep", "x", 1) for n in ("read-read", "abba")]
+    m = M.parse_mutant(write(tmp_path / "m" / "a" / "0002-e.patch",
+                             MUTANT.replace("suite_a.case_f", "read-read")), "a")
+    missing[:] = ["read-read"]
+    r = M.run_mutant(runner, t, m, tmp_path / "cache", False)
+    assert r.status == R.CAUGHT and r.named_failed, r
+    assert (boots, expects) == ([], [["read-read"]])
+    missing[:] = []
+    r = M.run_mutant(runner, t, m, tmp_path / "cache", False)
+    assert r.status == R.SURVIVED and len(boots) == 1, r
+    assert expects[1:] == [["read-read"], ["read-read", "abba"]]
+    # Caught by another expectation than its own: still caught, and said so.
+    missing[:] = ["abba"]
+    r = M.run_mutant(runner, t, m, tmp_path / "cache", False)
+    assert r.status == R.CAUGHT and not r.named_failed and "(not by read-read)" in r.summary
+    assert t.expect == t.spec.expect and len(t.spec.expect) == 2    # the spec is left whole

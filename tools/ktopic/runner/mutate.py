@@ -23,7 +23,8 @@ tests fail (a failure then proves nothing).
 The boot ends at the Caught-by test's first "not ok" line: that line
 decides the mutant (caught, by the test named), and the rest of the run
 would only add time; a mutant whose Caught-by test passes boots to the end,
-where any other failure still catches it.
+where any other failure still catches it.  Likewise a mutant caught by an
+expected report boots that expectation alone first (_expected_first).
 
 One kernel for a topic's mutants (runner/mutswitch.py): when two or more
 of a topic's mutants are to run, every one that can be switched at boot
@@ -453,16 +454,18 @@ def _boot(runner, t: Target, m: Mutant, res: R.MutantResult, commit: str,
     mt = dataclasses.replace(t, branch=f"{_prefix(t, m.topic)}/{m.name}",
                              git_branch=t.git_branch or t.branch,
                              commit=commit, tree=Git(runner.git_dir).tree_of(commit))
-    br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
     runner.keep_build_outputs(mt, b)
-    booted = runner.boot_and_test(mt, br, b, stop_at=stop_line(m.caught_by), **kw)
-    if booted is not None and booted.status == "stopped" and \
-            not named_failed(m.caught_by, br):
-        # A namesake in another suite failed: only the whole run decides.
+    br = _expected_first(runner, mt, m, b, kw)
+    if br is None:
         br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
-        runner.boot_and_test(mt, br, b, **kw)
-    if t.expect and br.ok:
-        runner.expectations(mt, br, b, **kw)
+        booted = runner.boot_and_test(mt, br, b, stop_at=stop_line(m.caught_by), **kw)
+        if booted is not None and booted.status == "stopped" and \
+                not named_failed(m.caught_by, br):
+            # A namesake in another suite failed: only the whole run decides.
+            br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
+            runner.boot_and_test(mt, br, b, **kw)
+        if t.expect and br.ok:
+            runner.expectations(mt, br, b, **kw)
     runner.mark_in_base(mt, br)
     res.log = f"{runner.rel(runner.out(mt) / 'console.log')}"
     if br.ok:
@@ -479,6 +482,22 @@ def _boot(runner, t: Target, m: Mutant, res: R.MutantResult, commit: str,
     return not (any(f.kind in LOAD_KINDS for f in br.findings) and not
                 (res.status == CAUGHT and any(f.kind not in LOAD_KINDS | KILLED_KINDS and
                                               not f.in_base for f in br.findings)))
+
+
+def _expected_first(runner, mt: Target, m: Mutant, b: buildmod.BuildResult,
+                    kw: dict) -> R.BranchResult | None:
+    """A mutant whose Caught-by is an expected report boots that
+    expectation alone first: its failure decides the mutant, as the
+    Caught-by case's "not ok" stops a test boot.  Otherwise (None) the
+    tests and every expectation decide, as for any other mutant."""
+    named = [e for e in mt.expect if e.name == m.caught_by]
+    if not named:
+        return None
+    br = R.BranchResult(branch=mt.branch, topic=mt.topic, variant=mt.variant)
+    alone = dataclasses.replace(mt, spec=dataclasses.replace(mt.spec, expect=named))
+    runner.expectations(alone, br, b, **kw)
+    runner.mark_in_base(mt, br)     # what the base shows anyway decides nothing
+    return None if br.ok else br
 
 
 def mutate(runner, base: Target | None, t: Target, mutants: list[Mutant],
