@@ -183,6 +183,43 @@ def test_a_switched_kernel_that_fails_with_none_on_switches_nothing(tmp_path, mo
     assert [c for _, c in runner.boots] == ["ktopic_mutant=0", "", "", ""]
 
 
+def test_a_change_that_builds_the_same_objects_boots_no_mutant_again(tmp_path, monkeypatch):
+    """Switched mutants are kept by what their boots run too: after a
+    change that builds the same objects (a comment) the switched kernel
+    is built to see that, and none of them boots again; the mutant with
+    its own build, kept by its tree alone, does.  A change of the objects
+    boots them all again."""
+    import re
+    runner, t, plain, ms, builds, repo, head = topic_a(tmp_path, monkeypatch)
+    fake_build = buildmod.build
+
+    def build_with_image(root, git_dir, req):    # the "object code": f.c's tokens
+        b = fake_build(root, git_dir, req)
+        b.bzimage = b.out / "bzImage"
+        code = re.sub(r"/\*.*?\*/", " ", git(repo, "show", f"{req.commit}:lib/f.c"))
+        b.bzimage.write_text(" ".join(code.split()))
+        return b
+    monkeypatch.setattr(buildmod, "build", build_with_image)
+
+    def head_with(text):
+        write(repo / "lib" / "f.c", text)
+        git(repo, "commit", "-qam", "edit")
+        return T.Target(t.spec, [], commit=git(repo, "rev-parse", "HEAD"),
+                        tree=git(repo, "rev-parse", "HEAD^{tree}"), key=f"k{len(builds)}",
+                        boot_key="b1")
+    t.boot_key = "b1"
+    first = M.run_mutants(runner, t, plain, ms)
+    assert len(runner.boots) == 5 and len(builds) == 2
+    again = M.run_mutants(runner, head_with(F_C + "/* adds, then doubles */\n"), plain, ms)
+    assert [r.status for r in again] == [r.status for r in first]
+    assert [r.cached for r in again] == [True, True, True, False]
+    assert [b.name for b in builds[2:]] == ["topic_a-mutants", "topic_a"]
+    assert [c for _, c in runner.boots[5:]] == [""]           # 0004's own build alone
+    M.run_mutants(runner, head_with(F_C.replace("x.h", "y.h")), plain, ms)
+    assert [c for _, c in runner.boots[6:]] == [
+        "ktopic_mutant=0", "ktopic_mutant=1", "ktopic_mutant=2", "ktopic_mutant=3", ""]
+
+
 def test_one_mutant_to_run_builds_its_own(tmp_path, monkeypatch):
     """One mutant left to run (the rest cached) costs one build either
     way, and its own needs no boot with none on: no switched kernel."""

@@ -36,6 +36,7 @@ class Target:
     base_commit: str = ""
     build_key: str = ""
     key: str = ""
+    boot_key: str = ""               # key's parts but the tree (runner/cachekeys.py)
 
     def __post_init__(self):
         self.branch = self.branch or self.spec.branch

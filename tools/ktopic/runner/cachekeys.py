@@ -38,16 +38,20 @@ def _files_hash(paths: list[Path]) -> list[tuple[str, str]]:
 
 def compute_keys(t: Target, qemu_dir: Path, opts: Options) -> None:
     """Build key: what the kernel and modules are made from.  Result key:
-    that, plus everything the boot and the checks depend on."""
+    that, plus everything the boot and the checks depend on.  Boot key:
+    the result key's parts but the tree, for results keyed by what was
+    built from it (a mutant's: runner/mutate.py, objects_key)."""
     mods = [qemu_dir / "modules" / m for m in t.modules]
     progs = [qemu_dir / "tests" / f"{p}.c" for p in t.programs]
     tool = Path(__file__).parents[1]
     t.build_key = _hash(t.tree, kconfig.fragment_hash(t.fragments))
-    t.key = _hash(RESULT_VERSION, t.build_key, _files_hash(mods), _files_hash(progs),
-                  _files_hash([qemu_dir / "init", qemu_dir / "allowlist.yaml"]
-                              if (qemu_dir / "allowlist.yaml").exists() else [qemu_dir / "init"]),
-                  t.cmdline, t.kunit, t.programs, t.modules, opts.smp or t.smp, opts.memory,
-                  t.variant, t.base_commit,
-                  [(e.name, e.module, e.args, e.report, e.match) for e in t.expect],
-                  _files_hash([qemu_dir / "modules" / e.module for e in t.expect]),
-                  _files_hash([tool / f for f in TOOL_FILES if (tool / f).exists()]))
+    boot = [_files_hash(mods), _files_hash(progs),
+            _files_hash([qemu_dir / "init", qemu_dir / "allowlist.yaml"]
+                        if (qemu_dir / "allowlist.yaml").exists() else [qemu_dir / "init"]),
+            t.cmdline, t.kunit, t.programs, t.modules, opts.smp or t.smp, opts.memory,
+            t.variant, t.base_commit,
+            [(e.name, e.module, e.args, e.report, e.match) for e in t.expect],
+            _files_hash([qemu_dir / "modules" / e.module for e in t.expect]),
+            _files_hash([tool / f for f in TOOL_FILES if (tool / f).exists()])]
+    t.key = _hash(RESULT_VERSION, t.build_key, *boot)
+    t.boot_key = _hash(RESULT_VERSION, "boot", kconfig.fragment_hash(t.fragments), *boot)

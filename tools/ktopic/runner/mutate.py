@@ -76,6 +76,7 @@ have the same tree and tests.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 import tempfile
 import time
@@ -267,6 +268,7 @@ class Switched:
     commit: str = ""
     build: buildmod.BuildResult | None = None
     own: dict[int, str] = dataclasses.field(default_factory=dict)
+    digest: str = ""        # what its boots run, as built (objects_digest)
 
     def on(self, m: Mutant) -> bool:
         return self.build is not None and self.plan is not None and \
@@ -327,15 +329,39 @@ def build_switched(runner, t: Target, mutants: list[Mutant], on_line=None,
     return sw
 
 
+def objects_digest(runner, t: Target, b: buildmod.BuildResult) -> str:
+    """What a boot of build b runs, as built: the kernel image, the tree's
+    and the test modules, and the expectations' modules (built here as
+    the expectation boots build them); "" when one of them cannot be."""
+    kos = [*b.test_modules, *b.kernel_modules]
+    if t.expect:
+        mods, err, _ = buildmod.build_modules(
+            runner.root, b, [runner.qemu_dir / "modules" / e.module for e in t.expect],
+            runner.opts.jobs)
+        if err:
+            return ""
+        kos += mods
+    h = hashlib.sha256()
+    try:
+        for p in [b.bzimage, *sorted(set(kos))]:
+            h.update(p.name.encode() + b"\0" + p.read_bytes())
+    except (OSError, AttributeError):
+        return ""
+    return h.hexdigest()
+
+
 def check_switched(runner, t: Target, sw: Switched, store: stampcache.Store,
                    topic: str = "") -> None:
     """The switched kernel with no mutant on must pass the branch's tests
     (then a failure with a mutant on is the mutant's); when it does not,
-    every mutant gets its own build.  Cached by the switched tree."""
+    every mutant gets its own build.  Cached by what was built (sw.digest,
+    set here), or by the switched tree when that cannot be read."""
     if sw.build is None:
         return
     tree = Git(runner.git_dir).tree_of(sw.commit)
-    key = "switched-" + stampcache.key(MUTATE_VERSION, t.key, tree, length=24)
+    sw.digest = objects_digest(runner, t, sw.build)
+    key = "switched-" + (stampcache.key(MUTATE_VERSION, t.boot_key, sw.digest, length=24)
+                         if sw.digest else stampcache.key(MUTATE_VERSION, t.key, tree, length=24))
     d = store.get(key)
     if not isinstance(d, dict):
         mt = dataclasses.replace(t, branch=f"{_prefix(t, topic or t.topic)}/mutants-off",
@@ -368,6 +394,18 @@ def mutant_key(m: Mutant, t: Target) -> str:
                           *([f"on {on}"] if on else []), length=24)
 
 
+def objects_key(m: Mutant, t: Target, digest: str) -> str:
+    """A switched mutant's result by what its boot runs (digest: the
+    switched kernel and modules as built) instead of the tree they were
+    built from: a change that leaves the objects as they were (a comment)
+    boots none of the topic's mutants again."""
+    on = on_label(t, m.topic)
+    return "objects-" + stampcache.key(
+        MUTATE_VERSION, m.path.name, m.path.read_bytes(), t.boot_key, digest,
+        Path(__file__).read_bytes(), Path(mutswitch.__file__).read_bytes(),
+        *([f"on {on}"] if on else []), length=24)
+
+
 def named_failed(caught_by: str, br: R.BranchResult) -> bool:
     """The Caught-by test is among br's failures: a case "suite.case", a
     suite or program name, or an expect name."""
@@ -396,16 +434,21 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool,
     kernel), a mutant in it boots that kernel with ktopic_mutant=N.  The
     caller holds the work directory's lock."""
     store, key = stampcache.Store(cache), mutant_key(m, t)
+    okey = objects_key(m, t, switched.digest) \
+        if switched is not None and switched.on(m) and switched.digest else ""
     res = R.MutantResult(topic=m.topic, name=m.name, breaks=m.breaks, caught_by=m.caught_by,
                          status=INVALID, on=on_label(t, m.topic))
-    d = store.get(key) if use_cache else None
-    if isinstance(d, dict):
-        try:
-            got = R.MutantResult(**d)
+    for k in (key, okey) if use_cache else ():
+        d = store.get(k) if k else None
+        if isinstance(d, dict):
+            try:
+                got = R.MutantResult(**d)
+            except TypeError:
+                continue
+            if k != key:            # the same objects as a result of another tree
+                store.put(key, d)
             got.cached = True
             return got
-        except TypeError:
-            pass
     t0 = time.monotonic()
     if switched is not None and switched.on(m):
         keep = _boot(runner, t, m, res, switched.commit, switched.build,
@@ -417,7 +460,8 @@ def run_mutant(runner, t: Target, m: Mutant, cache: Path, use_cache: bool,
             res.summary = f"{res.summary} (own build: {own})"[:300]
     res.seconds = time.monotonic() - t0
     if keep:
-        store.put(key, dataclasses.asdict(res))
+        for k in filter(None, (key, okey)):
+            store.put(k, dataclasses.asdict(res))
     return res
 
 
