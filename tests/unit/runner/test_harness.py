@@ -331,7 +331,10 @@ def test_expect_stage_one_boot_per_entry(world, monkeypatch, tmp_path):  # noqa:
                        "expect-missing.log": console(),
                        "expect-extra.log": console(WARN_LINE)}
 
+    cmdlines = {}
+
     def boot(req):
+        cmdlines[req.console.name] = req.cmdline
         if req.console.name.startswith("expect-"):
             req.console.write_text(expect_consoles[req.console.name])
             return bootmod.BootResult("done", 1.0, req.console, "qemu ...")
@@ -356,6 +359,10 @@ def test_expect_stage_one_boot_per_entry(world, monkeypatch, tmp_path):  # noqa:
     assert [p.name for p in initrds[-1].test_modules] == ["exp.ko"]
     assert initrds[-1].module_args == {"exp.ko": "case=1"}
     assert (w.out / "topic_a" / "expect-seen.log").is_file()
+    # No KUnit suite in it: they ran in the branch's own boot.
+    assert "kunit.enable=0" in cmdlines["expect-seen.log"].split(), cmdlines
+    tests_boots = [c for n, c in cmdlines.items() if not n.startswith("expect-")]
+    assert tests_boots and not [c for c in tests_boots if "kunit.enable" in c], cmdlines
 
     a = run(seen, missing)
     st = a.stage("expect")
