@@ -220,6 +220,30 @@ def test_a_change_that_builds_the_same_objects_boots_no_mutant_again(tmp_path, m
         "ktopic_mutant=0", "ktopic_mutant=1", "ktopic_mutant=2", "ktopic_mutant=3", ""]
 
 
+def test_modules_are_built_against_the_tree_of_the_kernel_booted(tmp_path, monkeypatch):
+    """A mutant with its own build moves the worktree; the switched
+    mutants booted after it build their expectation modules (at boot
+    time, against src/) from the switched tree again, not from that
+    mutant's, whose headers have no switch."""
+    from ktopic.model.manifest import Expect
+    runner, t, plain, ms, builds, repo, head = topic_a(tmp_path, monkeypatch)
+    fake_build = buildmod.build
+
+    def build_in_src(root, git_dir, req):      # as build() does: src/ at the commit built
+        buildmod.Worktree(git_dir, root / "src").checkout(req.commit)
+        return fake_build(root, git_dir, req)
+    monkeypatch.setattr(buildmod, "build", build_in_src)
+    monkeypatch.setattr(buildmod, "build_modules", lambda root, res, mods, jobs: ([], None, None))
+    at_expect = []
+    runner.expectations = lambda t, br, res, cmdline="": at_expect.append(
+        (cmdline, git(tmp_path / "src", "rev-parse", "HEAD"), t.commit))
+    t.spec.expect = [Expect("e", "mod", "", "lockdep", "x", 1)]
+    M.run_mutants(runner, t, plain, [ms[3], ms[1], ms[0]])     # its own build first
+    assert [c for c, _, _ in at_expect] == ["", "ktopic_mutant=2"], at_expect
+    assert all(src == commit for _, src, commit in at_expect), at_expect
+    assert at_expect[1][1] == builds[0].commit        # the switched tree
+
+
 def test_one_mutant_to_run_builds_its_own(tmp_path, monkeypatch):
     """One mutant left to run (the rest cached) costs one build either
     way, and its own needs no boot with none on: no switched kernel."""

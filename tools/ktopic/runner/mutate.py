@@ -329,12 +329,24 @@ def build_switched(runner, t: Target, mutants: list[Mutant], on_line=None,
     return sw
 
 
-def objects_digest(runner, t: Target, b: buildmod.BuildResult) -> str:
+def at_build_tree(runner, commit: str) -> None:
+    """Put the worktree back at commit, the tree of the build about to be
+    booted, before anything is compiled against it: expectation modules are
+    built at boot time, against whatever src/ holds, and a mutant with a
+    build of its own moves src/ between two boots of the switched kernel.
+    Built against that mutant's tree, a module that inlines a switched
+    header (six.h: mutants 0018 and 0020) runs the head's code whatever
+    ktopic_mutant says, and the mutant looks survived."""
+    buildmod.Worktree(runner.git_dir, runner.root / "src").checkout(commit)
+
+
+def objects_digest(runner, t: Target, b: buildmod.BuildResult, commit: str) -> str:
     """What a boot of build b runs, as built: the kernel image, the tree's
     and the test modules, and the expectations' modules (built here as
     the expectation boots build them); "" when one of them cannot be."""
     kos = [*b.test_modules, *b.kernel_modules]
     if t.expect:
+        at_build_tree(runner, commit)
         mods, err, _ = buildmod.build_modules(
             runner.root, b, [runner.qemu_dir / "modules" / e.module for e in t.expect],
             runner.opts.jobs)
@@ -359,7 +371,7 @@ def check_switched(runner, t: Target, sw: Switched, store: stampcache.Store,
     if sw.build is None:
         return
     tree = Git(runner.git_dir).tree_of(sw.commit)
-    sw.digest = objects_digest(runner, t, sw.build)
+    sw.digest = objects_digest(runner, t, sw.build, sw.commit)
     key = "switched-" + (stampcache.key(MUTATE_VERSION, t.boot_key, sw.digest, length=24)
                          if sw.digest else stampcache.key(MUTATE_VERSION, t.key, tree, length=24))
     d = store.get(key)
@@ -499,6 +511,7 @@ def _boot(runner, t: Target, m: Mutant, res: R.MutantResult, commit: str,
                              git_branch=t.git_branch or t.branch,
                              commit=commit, tree=Git(runner.git_dir).tree_of(commit))
     runner.keep_build_outputs(mt, b)
+    at_build_tree(runner, commit)
     br = _expected_first(runner, mt, m, b, kw)
     if br is None:
         br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
