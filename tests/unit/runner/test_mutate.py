@@ -528,3 +528,40 @@ def test_a_mutant_caught_by_an_expectation_boots_it_alone_first(tmp_path, monkey
     r = M.run_mutant(runner, t, m, tmp_path / "cache", False)
     assert r.status == R.CAUGHT and not r.named_failed and "(not by read-read)" in r.summary
     assert t.expect == t.spec.expect and len(t.spec.expect) == 2    # the spec is left whole
+
+
+def test_a_mutant_caught_by_a_case_boots_that_case_alone_first(tmp_path, monkeypatch):
+    """A mutant whose Caught-by is a case of the branch's KUnit suites boots
+    that case alone (kunit.filter_glob, that suite expected, no programs):
+    its failure decides the mutant in one boot.  When it passes, the whole
+    run decides, where another test's failure still catches it; a Caught-by
+    that is no case of the branch's suites boots the whole run only."""
+    boots, failing = [], []
+
+    def boot_and_test(t, br, res, stop_at=None, cmdline=""):
+        boots.append((cmdline, list(t.kunit), list(t.programs)))
+        bad = [("suite_a", "case_f")] if "named" in failing else []
+        if not cmdline and "other" in failing:
+            bad.append(("suite_b", "case_x"))
+        br.suites = [R.SuiteResult(s, R.FAIL, [R.CaseResult(c, R.FAIL)]) for s, c in bad]
+        br.stages.append(R.StageResult("test", R.FAIL if bad else R.PASS, 0.0, ""))
+    runner, t, m, _ = one_mutant(tmp_path, monkeypatch, boot_and_test)
+    t.spec.kunit, t.spec.programs = ["suite_a", "suite_b"], ["prog"]
+    alone = ("kunit.filter_glob=suite_a.case_f", ["suite_a"], [])
+    whole = ("", ["suite_a", "suite_b"], ["prog"])
+
+    failing[:] = ["named"]
+    r = M.run_mutant(runner, t, m, tmp_path / "cache", False)
+    assert r.status == R.CAUGHT and r.named_failed and boots == [alone], (r, boots)
+    failing[:] = ["other"]
+    r = M.run_mutant(runner, t, m, tmp_path / "cache", False)
+    assert r.status == R.CAUGHT and not r.named_failed and boots[1:] == [alone, whole]
+    failing[:] = []
+    r = M.run_mutant(runner, t, m, tmp_path / "cache", False)
+    assert r.status == R.SURVIVED and boots[3:] == [alone, whole]
+
+    t.spec.kunit = ["suite_b"]
+    boots.clear()
+    failing[:] = ["named"]
+    r = M.run_mutant(runner, t, m, tmp_path / "cache", False)
+    assert r.status == R.CAUGHT and boots == [("", ["suite_b"], ["prog"])]

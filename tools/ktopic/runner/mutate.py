@@ -23,8 +23,10 @@ tests fail (a failure then proves nothing).
 The boot ends at the Caught-by test's first "not ok" line: that line
 decides the mutant (caught, by the test named), and the rest of the run
 would only add time; a mutant whose Caught-by test passes boots to the end,
-where any other failure still catches it.  Likewise a mutant caught by an
-expected report boots that expectation alone first (_expected_first).
+where any other failure still catches it.  Before that, a mutant caught by
+a KUnit case boots that case alone (_case_first), and one caught by an
+expected report that expectation alone (_expected_first): a failure there
+decides it, without the rest of the suites.
 
 One kernel for a topic's mutants (runner/mutswitch.py): when two or more
 of a topic's mutants are to run, every one that can be switched at boot
@@ -512,7 +514,7 @@ def _boot(runner, t: Target, m: Mutant, res: R.MutantResult, commit: str,
                              commit=commit, tree=Git(runner.git_dir).tree_of(commit))
     runner.keep_build_outputs(mt, b)
     at_build_tree(runner, commit)
-    br = _expected_first(runner, mt, m, b, kw)
+    br = _expected_first(runner, mt, m, b, kw) or _case_first(runner, mt, m, b, kw)
     if br is None:
         br = R.BranchResult(branch=mt.branch, topic=t.topic, variant=t.variant)
         booted = runner.boot_and_test(mt, br, b, stop_at=stop_line(m.caught_by), **kw)
@@ -555,6 +557,32 @@ def _expected_first(runner, mt: Target, m: Mutant, b: buildmod.BuildResult,
     runner.expectations(alone, br, b, **kw)
     runner.mark_in_base(mt, br)     # what the base shows anyway decides nothing
     return None if br.ok else br
+
+
+def _case_first(runner, mt: Target, m: Mutant, b: buildmod.BuildResult,
+                kw: dict) -> R.BranchResult | None:
+    """A mutant whose Caught-by is a case of one of the branch's KUnit
+    suites boots that case alone first (kunit.filter_glob; no programs,
+    no other suite expected): its failure decides the mutant, without
+    the cases before it (the six_lock suite takes 11 s of a boot, most
+    of its cases well under one).  Otherwise (None) the whole run
+    decides, as for any other mutant: a catch by another test is still
+    a catch."""
+    suite, _, case = m.caught_by.partition(".")
+    if not case or suite not in mt.kunit:
+        return None
+    br = R.BranchResult(branch=mt.branch, topic=mt.topic, variant=mt.variant)
+    alone = dataclasses.replace(mt, spec=dataclasses.replace(
+        mt.spec, kunit=[suite], programs=[], expect=[]))
+    cmdline = " ".join(filter(None, (kw.get("cmdline"), f"{KUNIT_FILTER}={m.caught_by}")))
+    runner.boot_and_test(alone, br, b, stop_at=stop_line(m.caught_by), cmdline=cmdline)
+    runner.mark_in_base(mt, br)
+    return br if named_failed(m.caught_by, br) else None
+
+
+# The KUnit executor runs only the built-in cases this glob matches
+# ("suite.case"; a parameterised case with all its parameters).
+KUNIT_FILTER = "kunit.filter_glob"
 
 
 def mutate(runner, base: Target | None, t: Target, mutants: list[Mutant],
