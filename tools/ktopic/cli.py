@@ -76,6 +76,29 @@ def _interrupt(*_) -> None:
     raise KeyboardInterrupt
 
 
+def _caused_by_interrupt(e: BaseException) -> bool:
+    """e was raised while a KeyboardInterrupt propagated, or because of one."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def _interrupted() -> int:
+    """Say what an interrupted command left: exit status 130."""
+    git = sys.modules.get("ktopic.plumbing.gitutil")
+    moved = list(dict.fromkeys(git.MOVED)) if git else []
+    if moved:
+        print(f"ktopic: interrupted after its ref transaction(s) moved {len(moved)} ref(s), "
+              f"each transaction whole: {', '.join(moved)}", file=sys.stderr)
+    else:
+        print("ktopic: interrupted; no ref was moved", file=sys.stderr)
+    return 130
+
+
 def main(argv: list[str] | None = None, pending=()) -> int:
     """Run one command.  pending: not empty when Ctrl-C came before main()
     took it over (the entry point holds it while the modules load)."""
@@ -102,13 +125,13 @@ def main(argv: list[str] | None = None, pending=()) -> int:
         print(f"ktopic: {e}", file=sys.stderr)
         return e.exit_status
     except KeyboardInterrupt:
-        git = sys.modules.get("ktopic.plumbing.gitutil")
-        moved = list(dict.fromkeys(git.MOVED)) if git else []
-        if moved:
-            print(f"ktopic: interrupted after its ref transaction(s) moved {len(moved)} ref(s), "
-                  f"each transaction whole: {', '.join(moved)}", file=sys.stderr)
-        else:
-            print("ktopic: interrupted; no ref was moved", file=sys.stderr)
-        return 130
+        return _interrupted()
     except BrokenPipeError:
         return 141
+    except Exception as e:
+        # Ctrl-C while a module loads lazily: a KeyboardInterrupt raised in
+        # a class body (a dataclass's __set_name__) comes out wrapped in a
+        # RuntimeError, having unwound the command as it would have.
+        if not (errors.interrupted and _caused_by_interrupt(e)):
+            raise
+        return _interrupted()

@@ -246,6 +246,33 @@ def test_interrupt_while_starting_is_one_line(project):
             assert "Traceback" not in err, (delay, err)
 
 
+def test_interrupt_inside_a_lazy_import_is_one_line(ktopic, monkeypatch):
+    """Ctrl-C while a command's modules load: a KeyboardInterrupt raised in a
+    class body comes out of the import as a RuntimeError (Python wraps what
+    __set_name__ raises); still one line and exit 130.  A RuntimeError with
+    no interrupt behind it is no interrupt."""
+    from ktopic import cli, errors
+
+    def interrupted_import(command):
+        cli._interrupt()
+
+    def wrapped(command):
+        try:
+            interrupted_import(command)
+        except KeyboardInterrupt as e:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from e
+    monkeypatch.setattr(cli, "parser", wrapped)
+    r = ktopic("status")
+    assert (r.status, r.err) == (130, "ktopic: interrupted; no ref was moved\n"), r
+
+    def broken(command):
+        raise RuntimeError("a bug")
+    monkeypatch.setattr(cli, "parser", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        ktopic("status")
+    assert not errors.interrupted
+
+
 def test_interrupt_after_the_ref_transaction_says_so(imported, ktopic, monkeypatch):
     from ktopic.plumbing import gitutil
     real = gitutil.Git.update_refs
