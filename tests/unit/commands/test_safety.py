@@ -253,12 +253,9 @@ def test_interrupt_inside_a_lazy_import_is_one_line(ktopic, monkeypatch):
     no interrupt behind it is no interrupt."""
     from ktopic import cli, errors
 
-    def interrupted_import(command):
-        cli._interrupt()
-
     def wrapped(command):
         try:
-            interrupted_import(command)
+            cli._interrupt()            # what the SIGINT handler does
         except KeyboardInterrupt as e:
             raise RuntimeError("Error calling __set_name__ on 'Field' instance") from e
     monkeypatch.setattr(cli, "parser", wrapped)
